@@ -1,0 +1,67 @@
+"""The AGI-Elo rating engine: pure functions over data frames, no Dagster, no I/O.
+
+>>> from agielo_dagster.rating import rate, competency_gaps
+>>> result = rate(matches)                      # doctest: +SKIP
+>>> competency_gaps(result.test_cases, result.agents)  # doctest: +SKIP
+"""
+
+from .frames import MatchTableError
+from .glicko import (
+    DEFAULT_SNAPSHOT_FRACTIONS,
+    DEFAULT_TEST_CASE_SNAPSHOT_FRACTIONS,
+    RatingResult,
+    g,
+    glicko_expected,
+    place_agents,
+    rate,
+    update_match,
+    update_rating_period,
+)
+from .predict import (
+    competency_gaps,
+    expected_metric,
+    expected_score,
+    hard_cases,
+    oracle_rating,
+    share_beaten,
+)
+from .reliability import binned_calibration, reliability
+from .scoring import (
+    SCORING_NAMES,
+    Scoring,
+    ScoringError,
+    binary,
+    identity,
+    make_scoring,
+    minmax,
+)
+from .simulate import simulate_matches
+
+__all__ = [
+    "DEFAULT_SNAPSHOT_FRACTIONS",
+    "DEFAULT_TEST_CASE_SNAPSHOT_FRACTIONS",
+    "SCORING_NAMES",
+    "MatchTableError",
+    "RatingResult",
+    "Scoring",
+    "ScoringError",
+    "binary",
+    "binned_calibration",
+    "competency_gaps",
+    "expected_metric",
+    "expected_score",
+    "g",
+    "glicko_expected",
+    "hard_cases",
+    "identity",
+    "make_scoring",
+    "minmax",
+    "oracle_rating",
+    "place_agents",
+    "rate",
+    "reliability",
+    "share_beaten",
+    "simulate_matches",
+    "update_match",
+    "update_rating_period",
+]

@@ -1,0 +1,1 @@
+"""Dagster software-defined assets of the agielo pipeline."""

@@ -1,0 +1,85 @@
+"""The compiled reliability pass against a plain pandas/scipy reference."""
+
+import numpy as np
+import pandas as pd
+import polars as pl
+import pytest
+from scipy.stats import spearmanr
+
+from agielo_dagster.rating import binned_calibration, rate, reliability, simulate_matches
+from agielo_dagster.rating.glicko import match_orders, snapshot_ends
+from agielo_dagster.rating.reliability import BIN_EDGES
+
+
+@pytest.fixture(scope="module")
+def matches():
+    rng = np.random.default_rng(11)
+    # partial coverage: agents miss some test cases, like real incomplete logs
+    return simulate_matches(rng.normal(1500, 350, 1500), np.linspace(1100, 2100, 9), seed=3, coverage=0.8)
+
+
+def reference_row(matches, result, fraction, seed):
+    """Reliability after a share of the matches, recomputed from the snapshots with pandas and scipy."""
+    (order,) = match_orders(len(matches), seed=seed, shuffle=True)
+    stop = snapshot_ends([fraction], len(matches))[0]
+    played = matches.iloc[order[:stop]]
+    snaps = result.snapshots[result.snapshots["fraction"] == fraction]
+    agents = snaps[snaps.kind == "agent"].rename(columns={"id": "agent_id"})
+    test_cases = snaps[snaps.kind == "test_case"].rename(columns={"id": "test_case_id"})
+    tc = played.groupby("test_case_id")["metric"].mean().to_frame().join(test_cases.set_index("test_case_id")["mu"])
+    ag = played.groupby("agent_id")["metric"].mean().to_frame().join(agents.set_index("agent_id")["mu"])
+    bins = binned_calibration(played, test_cases, agents)
+    err = bins["expected_score"] - bins["empirical_score"]
+    return {
+        "rho_test_cases": spearmanr(tc["mu"], tc["metric"])[0],
+        "rho_agents": spearmanr(ag["mu"], ag["metric"])[0],
+        "mae": np.average(err.abs(), weights=bins["matches"]),
+        "mse": np.average(err**2, weights=bins["matches"]),
+    }
+
+
+@pytest.mark.parametrize("fraction", [0.05, 0.3, 1.0])
+def test_compiled_pass_equals_the_reference(matches, fraction):
+    fractions = (0.05, 0.3, 1.0)
+    result = rate(matches, seed=5, snapshot_fractions=fractions, test_case_snapshot_fractions=fractions)
+    ours = result.reliability.set_index("fraction").loc[fraction]
+    ref = reference_row(matches, result, fraction, seed=5)
+    for key, value in ref.items():
+        assert ours[key] == pytest.approx(value, abs=1e-10), key
+
+
+def test_signs_and_trend(matches):
+    rel = rate(matches).reliability
+    assert (rel["rho_test_cases"].iloc[-10:] < -0.9).all()  # harder test cases, lower metric
+    assert (rel["rho_agents"].iloc[-10:] > 0.9).all()
+    assert rel["mae"].iloc[-1] < rel["mae"].iloc[0]  # more matches, better predictions
+    np.testing.assert_allclose(rel["mse"], rel["mse"].clip(lower=0))
+    assert (rel["mse"] <= rel["mae"]).all()  # errors are below 1
+
+
+def test_bins_follow_the_authors_edges():
+    assert BIN_EDGES[0] == -1250 and BIN_EDGES[-1] == 1150 and len(BIN_EDGES) == 25
+    tc = pd.DataFrame({"test_case_id": ["a", "b", "c", "d"], "mu": [1500.0, 1600.0, 2760.0, 351.0]})
+    ag = pd.DataFrame({"agent_id": ["x"], "mu": [1500.0]})
+    m = pd.DataFrame(
+        {"test_case_id": ["a", "b", "c", "d"], "agent_id": "x", "metric": [1.0, 0.0, 0.0, 1.0], "score": [1.0, 0.0, 0.0, 1.0]}
+    )
+    bins = binned_calibration(m, tc, ag)
+    # edges −1250, −1150, …, −50, 50, …, 1150: diff 0 → [−50, 50); −100 → [−150, −50);
+    # −1260 falls below the first edge and is left out; +1149 → [1050, 1150)
+    assert bins[["bin_lo", "matches"]].values.tolist() == [[-150.0, 1], [-50.0, 1], [1050.0, 1]]
+    assert bins["expected_score"].iloc[1] == 0.5
+
+
+def test_reliability_returns_the_carried_table_or_recomputes(matches):
+    with_rel = rate(matches, seed=9)
+    without = rate(matches, seed=9, with_reliability=False)
+    assert without.reliability is None
+    pd.testing.assert_frame_equal(reliability(matches, without), with_rel.reliability)
+    assert reliability(matches, with_rel) is with_rel.reliability
+
+
+def test_reliability_with_polars(matches):
+    result = rate(pl.from_pandas(matches), seed=9)
+    assert isinstance(reliability(pl.from_pandas(matches), result), pl.DataFrame)
+    np.testing.assert_array_equal(result.reliability["mae"].to_numpy(), rate(matches, seed=9).reliability["mae"].to_numpy())
