@@ -1,0 +1,150 @@
+"""The uploads sensor: new or changed files under ``<root>/raw/`` become partitions and runs.
+
+The cursor maps every raw file to its version (ETag on S3, content hash locally), never to a
+modification time, so two uploads in the same second are both seen. An upload is requested
+again when its file or its benchmark's ``benchmark.yaml`` changed.
+
+Bursts are batched: the new agents of a benchmark are registered together, so they are
+contiguous in the agent dimension, and each contiguous run of them is one run over a partition
+range (at most ``MAX_UPLOADS_PER_RUN``), not one run per file.
+"""
+
+import hashlib
+import json
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import dagster as dg
+
+from agielo_dagster.ingest import IngestError, check_name
+from assets.partitions import agent_partitions, benchmark_partitions, upload_key
+from resources.storage import ObjectStorage, StoredFile, is_spec, is_upload
+
+from .jobs import ingest_uploads, rate_benchmarks
+
+MAX_UPLOADS_PER_RUN = 500
+RANGE_START_TAG = "dagster/asset_partition_range_start"
+RANGE_END_TAG = "dagster/asset_partition_range_end"
+
+
+@dataclass(frozen=True)
+class IngestPlan:
+    """What to run for a set of changed uploads."""
+
+    run_requests: list[dg.RunRequest]
+    uploads: list[StoredFile]  # requested uploads
+    refused: list[str]  # messages for files whose names are refused
+    removed_benchmarks: list[str]  # benchmarks that lost an upload: re-rate without it
+
+
+def _safe(file: StoredFile) -> str | None:
+    """None if the benchmark and agent names are acceptable, else why not."""
+    try:
+        check_name(file.benchmark, "benchmark", file.path)
+        if is_upload(file):
+            check_name(file.agent, "agent", file.path)
+    except IngestError as err:
+        return str(err)
+    return None
+
+
+def register_partitions(instance: dg.DagsterInstance, uploads: Iterable[StoredFile]) -> None:
+    """Add the benchmarks and agents of ``uploads`` (in path order) to the dynamic partitions."""
+    uploads = sorted(uploads, key=lambda f: f.path)
+    for definition, names in (
+        (benchmark_partitions, [f.benchmark for f in uploads]),
+        (agent_partitions, [f.agent for f in uploads]),
+    ):
+        known = set(instance.get_dynamic_partitions(definition.name))
+        new = list(dict.fromkeys(n for n in names if n not in known))
+        if new:
+            instance.add_dynamic_partitions(definition.name, new)
+
+
+def upload_runs(instance: dg.DagsterInstance, uploads: Iterable[StoredFile]) -> list[dg.RunRequest]:
+    """One run per contiguous range of agents of a benchmark (partitions must be registered)."""
+    order = {agent: i for i, agent in enumerate(instance.get_dynamic_partitions(agent_partitions.name))}
+    by_benchmark: dict[str, list[StoredFile]] = defaultdict(list)
+    for f in uploads:
+        by_benchmark[f.benchmark].append(f)
+    requests = []
+    for benchmark, files in sorted(by_benchmark.items()):
+        files = sorted(files, key=lambda f: order[f.agent])
+        batch: list[StoredFile] = []
+        for f in files:
+            contiguous = batch and order[f.agent] == order[batch[-1].agent] + 1 and len(batch) < MAX_UPLOADS_PER_RUN
+            if batch and not contiguous:
+                requests.append(_range_request(benchmark, batch))
+                batch = []
+            batch.append(f)
+        if batch:
+            requests.append(_range_request(benchmark, batch))
+    return requests
+
+
+def _range_request(benchmark: str, batch: list[StoredFile]) -> dg.RunRequest:
+    run_key = hashlib.sha256("\n".join(f"{f.path}\0{f.version}" for f in batch).encode()).hexdigest()[:24]
+    tags = {"agielo/benchmark": benchmark, "agielo/uploads": str(len(batch))}
+    if len(batch) == 1:
+        return dg.RunRequest(
+            run_key=run_key, job_name=ingest_uploads.name, partition_key=upload_key(benchmark, batch[0].agent), tags=tags
+        )
+    tags |= {
+        RANGE_START_TAG: str(upload_key(benchmark, batch[0].agent)),
+        RANGE_END_TAG: str(upload_key(benchmark, batch[-1].agent)),
+    }
+    return dg.RunRequest(run_key=run_key, job_name=ingest_uploads.name, tags=tags)
+
+
+def plan_ingest(instance: dg.DagsterInstance, files: list[StoredFile], seen: dict[str, str]) -> IngestPlan:
+    """Register partitions and plan runs for the raw files that changed since ``seen`` (path → version)."""
+    spec_version = {f.benchmark: f.version for f in files if is_spec(f)}
+    changed_specs = {b for b, v in spec_version.items() if seen.get(f"raw/{b}/benchmark.yaml") != v}
+    uploads, refused = [], []
+    for f in files:
+        if not is_upload(f):
+            continue
+        problem = _safe(f)
+        if problem:
+            if seen.get(f.path) != f.version:
+                refused.append(problem)
+            continue
+        if seen.get(f.path) != f.version or f.benchmark in changed_specs:
+            uploads.append(f)
+    present = {f.path for f in files}
+    removed = sorted(
+        {p.split("/")[1] for p in seen if p not in present and not p.endswith("/benchmark.yaml")}
+        & set(instance.get_dynamic_partitions(benchmark_partitions.name))
+    )
+    register_partitions(instance, uploads)
+    requests = upload_runs(instance, uploads)
+    for benchmark in removed:
+        if any(f.benchmark == benchmark and is_upload(f) for f in files):
+            requests.append(
+                dg.RunRequest(
+                    run_key=f"removed:{benchmark}:{hashlib.sha256(json.dumps(sorted(present)).encode()).hexdigest()[:16]}",
+                    job_name=rate_benchmarks.name,
+                    partition_key=benchmark,
+                )
+            )
+    return IngestPlan(requests, uploads, refused, removed)
+
+
+@dg.sensor(
+    name="raw_uploads_sensor",
+    jobs=[ingest_uploads, rate_benchmarks],
+    minimum_interval_seconds=15,
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    description="Watches <root>/raw/ for new or changed uploads and benchmark.yaml files (by version, not time).",
+)
+def raw_uploads_sensor(context: dg.SensorEvaluationContext, storage: ObjectStorage) -> dg.SensorResult:
+    seen = json.loads(context.cursor) if context.cursor else {}
+    files = storage.list_raw()
+    plan = plan_ingest(context.instance, files, seen)
+    for message in plan.refused:
+        context.log.warning(f"refused upload: {message}")
+    cursor = json.dumps({f.path: f.version for f in files}, sort_keys=True)
+    if not plan.run_requests:
+        return dg.SensorResult(skip_reason=dg.SkipReason(f"no new or changed uploads among {len(files)} file(s)"), cursor=cursor)
+    return dg.SensorResult(run_requests=plan.run_requests, cursor=cursor)

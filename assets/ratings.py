@@ -1,0 +1,117 @@
+"""Ratings of a benchmark: one engine pass gives snapshots, ratings and the reliability report."""
+
+import dagster as dg
+import pandas as pd
+
+from agielo_dagster.lineage import CODE_VERSION, inputs_digest
+from agielo_dagster.rating import competency_gaps, rate
+from resources.storage import ObjectStorage
+
+from .automation import ON_UPSTREAM_CHANGE
+from .matches import load_benchmark_spec
+from .partitions import benchmark_partitions
+
+
+class RatingConfig(dg.Config):
+    seed: int = 42
+    shuffles: int = 1
+
+
+def _out(description: str) -> dg.AssetOut:
+    return dg.AssetOut(
+        io_manager_key="warehouse_io_manager",
+        group_name="ratings",
+        code_version=CODE_VERSION,
+        automation_condition=ON_UPSTREAM_CHANGE,
+        kinds={"pandas", "parquet"},
+        description=description,
+    )
+
+
+@dg.multi_asset(
+    outs={
+        "rating_snapshots": _out(
+            "fraction, kind, id, mu, sigma: every agent at 1%…100% of the matches, test cases at 10/25/50/100%."
+        ),
+        "test_case_ratings": _out("Difficulty of every test case: test_case_id, mu, sigma, matches, mean_score, mean_metric."),
+        "agent_ratings": _out("Competency of every agent: agent_id, mu, sigma, matches, mean_score, mean_metric."),
+        "reliability_reports": _out("fraction, rho_test_cases, rho_agents, mae, mse as the share of matches grows."),
+    },
+    partitions_def=benchmark_partitions,
+    ins={"match_tables": dg.AssetIn()},
+)
+def ratings(context: dg.AssetExecutionContext, config: RatingConfig, match_tables: pd.DataFrame):
+    result = rate(match_tables, seed=config.seed, shuffles=config.shuffles)
+    agents = result.agents.sort_values(["mu", "agent_id"], ascending=[False, True])
+    hardest = result.test_cases.nlargest(5, "mu")
+    final = result.reliability.iloc[-1]
+    common = {"seed": config.seed, "shuffles": config.shuffles, "code_version": CODE_VERSION, "matches": len(match_tables)}
+    yield dg.Output(result.snapshots, "rating_snapshots", metadata=common)
+    yield dg.Output(
+        result.test_cases,
+        "test_case_ratings",
+        metadata=common
+        | {
+            "hardest_test_cases": dg.MetadataValue.md(
+                hardest[["test_case_id", "mu", "sigma", "mean_metric"]].to_markdown(index=False)
+            )
+        },
+    )
+    yield dg.Output(
+        result.agents,
+        "agent_ratings",
+        metadata=common
+        | {
+            "top_agents": dg.MetadataValue.md(
+                agents.head(10)[["agent_id", "mu", "sigma", "mean_metric"]].to_markdown(index=False)
+            )
+        },
+    )
+    yield dg.Output(
+        result.reliability,
+        "reliability_reports",
+        metadata=common
+        | {
+            "rho_test_cases_at_100": float(final["rho_test_cases"]),
+            "rho_agents_at_100": float(final["rho_agents"]),
+            "mae_at_100": float(final["mae"]),
+            "mse_at_100": float(final["mse"]),
+        },
+    )
+
+
+@dg.asset(
+    partitions_def=benchmark_partitions,
+    ins={"test_case_ratings": dg.AssetIn(), "agent_ratings": dg.AssetIn(), "match_tables": dg.AssetIn()},
+    automation_condition=ON_UPSTREAM_CHANGE,
+    io_manager_key="warehouse_io_manager",
+    group_name="ratings",
+    code_version=CODE_VERSION,
+    kinds={"pandas", "parquet"},
+    description="Each agent's gap to an oracle that solves every test case (50/90/99% confidence), the share of "
+    "test cases it beats, and the lineage of the row: its upload, the benchmark's inputs and the code version.",
+)
+def competency_gap_tables(
+    context: dg.AssetExecutionContext,
+    storage: ObjectStorage,
+    test_case_ratings: pd.DataFrame,
+    agent_ratings: pd.DataFrame,
+    match_tables: pd.DataFrame,
+) -> pd.DataFrame:
+    spec = load_benchmark_spec(storage, context.partition_key)
+    gaps = competency_gaps(test_case_ratings, agent_ratings, scoring=spec.scoring)
+    sources = match_tables[["agent_id", "source_path", "source_version"]].drop_duplicates("agent_id")
+    digest = inputs_digest(match_tables[["source_path", "source_version"]].drop_duplicates().itertuples(index=False))
+    gaps = gaps.merge(sources, on="agent_id", how="left", validate="one_to_one")
+    gaps["inputs_digest"] = digest
+    gaps["code_version"] = CODE_VERSION
+    top = gaps.head(10)[["agent_id", "rating", "gap_50", "gap_90", "gap_99", "pct_beaten_50"]]
+    context.add_output_metadata(
+        {
+            "top_agents_with_gaps": dg.MetadataValue.md(top.to_markdown(index=False, floatfmt=".1f")),
+            "hardest_test_case_rating": float(gaps["hardest_test_case_rating"].iloc[0]),
+            "inputs_digest": digest,
+            "code_version": CODE_VERSION,
+        }
+    )
+    return gaps

@@ -1,0 +1,149 @@
+"""raw_benchmark_logs: one partition per uploaded (benchmark, agent) file.
+
+Each upload is parsed, run through the great_expectations suite (a blocking check) and
+the engine's own contract. An accepted upload is stored, normalized, at
+``warehouse/accepted/<benchmark>/<agent>.parquet``; a rejected one gets a record at
+``warehouse/quarantine/<benchmark>/<agent>.json`` and leaves the last accepted version
+of that agent untouched. Raw files are only ever read.
+"""
+
+import json
+from dataclasses import asdict, dataclass
+
+import dagster as dg
+import pandas as pd
+
+from agielo_dagster.ingest import (
+    MAX_LOG_BYTES,
+    IngestError,
+    check_name,
+    log_to_matches,
+    parse_benchmark_spec,
+    read_log,
+)
+from agielo_dagster.lineage import CODE_VERSION
+from resources.quality import validate_upload
+from resources.storage import ObjectStorage
+from resources.warehouse import frame_to_parquet
+
+from .partitions import split_upload_key, upload_partitions
+
+QUALITY_CHECK = "upload_passes_quality_suite"
+
+
+@dataclass(frozen=True)
+class UploadOutcome:
+    benchmark: str
+    agent: str
+    file: str
+    version: str
+    spec_version: str
+    accepted: bool
+    rows: int = 0
+    rule: str = ""
+    message: str = ""
+    expectations: tuple[str, ...] = ()
+
+
+def accepted_path(benchmark: str, agent: str) -> str:
+    return f"warehouse/accepted/{benchmark}/{agent}.parquet"
+
+
+def quarantine_path(benchmark: str, agent: str) -> str:
+    return f"warehouse/quarantine/{benchmark}/{agent}.json"
+
+
+def find_upload(storage: ObjectStorage, benchmark: str, agent: str) -> str:
+    """The raw file of an agent in a benchmark (exactly one may exist)."""
+    names = [n for n in storage.list_dir(f"raw/{benchmark}") if n.rsplit(".", 1)[0] == agent and n != "benchmark.yaml"]
+    if not names:
+        raise IngestError(f"raw/{benchmark}/{agent}.*", "upload_exists", "no such upload (was it removed?)")
+    if len(names) > 1:
+        raise IngestError(
+            f"raw/{benchmark}/{agent}.*",
+            "one_file_per_agent",
+            f"agent {agent!r} has {len(names)} files ({', '.join(names)}); keep exactly one",
+        )
+    return f"raw/{benchmark}/{names[0]}"
+
+
+def ingest_upload(storage: ObjectStorage, benchmark: str, agent: str, *, max_bytes: int = MAX_LOG_BYTES) -> UploadOutcome:
+    """Validate one upload and store it as accepted or quarantined."""
+    file, version, spec_version, failed = f"raw/{benchmark}/{agent}", "", "", ()
+    try:
+        check_name(benchmark, "benchmark", file)
+        check_name(agent, "agent", file)
+        file = find_upload(storage, benchmark, agent)
+        data, version = storage.read_versioned(file, limit=max_bytes)
+        spec_file = f"raw/{benchmark}/benchmark.yaml"
+        if not storage.exists(spec_file):
+            raise IngestError(
+                spec_file, "spec_exists", "benchmark.yaml is missing: it says which column is the metric and how to score it"
+            )
+        spec_data, spec_version = storage.read_versioned(spec_file, limit=1 << 20)
+        spec = parse_benchmark_spec(spec_data, benchmark, spec_file)
+        log = read_log(data, file, max_bytes=max_bytes)
+        expectations = validate_upload(log, spec)
+        failed = tuple(e.describe() for e in expectations if not e.success)
+        matches, metadata = log_to_matches(log, file=file, agent=agent, spec=spec, version=version)
+        if failed:  # the contract above names the first problem; the suite must agree
+            raise IngestError(file, "quality_suite", "; ".join(failed))
+    except IngestError as err:
+        outcome = UploadOutcome(
+            benchmark, agent, file, version, spec_version, False, rule=err.rule, message=str(err), expectations=failed
+        )
+        storage.write_bytes(quarantine_path(benchmark, agent), json.dumps(asdict(outcome), indent=1).encode())
+        return outcome
+    stored = matches.assign(scoring=json.dumps(spec.scoring.to_config(), sort_keys=True), spec_version=spec_version)
+    for column in metadata.columns.drop("test_case_id"):
+        stored[f"meta.{column}"] = metadata[column].to_numpy()
+    storage.write_bytes(accepted_path(benchmark, agent), frame_to_parquet(stored))
+    storage.remove(quarantine_path(benchmark, agent))
+    return UploadOutcome(benchmark, agent, file, version, spec_version, True, rows=len(matches))
+
+
+@dg.asset(
+    partitions_def=upload_partitions,
+    backfill_policy=dg.BackfillPolicy.single_run(),
+    check_specs=[
+        dg.AssetCheckSpec(
+            QUALITY_CHECK,
+            asset="raw_benchmark_logs",
+            blocking=True,
+            description="great_expectations suite: test_case_id present and unique, metric numeric and in the "
+            "scoring range, score in [0, 1]; plus the input contract (file readable, benchmark.yaml valid).",
+        )
+    ],
+    group_name="ingest",
+    code_version=CODE_VERSION,
+    kinds={"pandas", "parquet"},
+    description="One uploaded raw log per (benchmark, agent): validated, then accepted (normalized) or quarantined.",
+)
+def raw_benchmark_logs(context: dg.AssetExecutionContext, storage: ObjectStorage) -> dg.MaterializeResult:
+    outcomes = [ingest_upload(storage, *split_upload_key(key)) for key in context.partition_keys]
+    for o in outcomes:
+        if o.accepted:
+            context.log.info(f"accepted {o.file} ({o.rows} rows, {o.version[:19]})")
+        else:
+            context.log.warning(f"rejected {o.message}")
+    table = pd.DataFrame([asdict(o) for o in outcomes]).drop(columns="expectations")
+    rejected = [o for o in outcomes if not o.accepted]
+    metadata = {
+        "uploads": dg.MetadataValue.md(table.to_markdown(index=False)),
+        "accepted": sum(o.accepted for o in outcomes),
+        "rejected": len(rejected),
+    }
+    # what was ingested, per upload partition: lets `agielo run` tell stale uploads from current ones
+    metadata["ingested_versions"] = dg.MetadataValue.json(
+        {str(k): [o.version, o.spec_version] for k, o in zip(context.partition_keys, outcomes, strict=True)}
+    )
+    if len(outcomes) == 1:
+        o = outcomes[0]
+        metadata |= {"file": dg.MetadataValue.path(storage.uri(o.file)), "version": o.version, "rows": o.rows}
+    check_metadata = {"rejected uploads": dg.MetadataValue.md("\n".join(f"- {o.message}" for o in rejected) or "none")}
+    for o in rejected[:1]:
+        check_metadata |= {"rule": o.rule, "error": o.message}
+    return dg.MaterializeResult(
+        metadata=metadata,
+        check_results=[dg.AssetCheckResult(check_name=QUALITY_CHECK, passed=not rejected, metadata=check_metadata)],
+    )
