@@ -9,7 +9,6 @@ Runs go through Dagster on the same instance as the UI: ``DAGSTER_HOME`` when se
 
 import argparse
 import io
-import json
 import os
 import sys
 import time
@@ -20,14 +19,13 @@ from pathlib import Path
 import dagster as dg
 import pandas as pd
 
-from assets.matches import accepted_uploads
+from assets.matches import current_uploads
 from assets.quarantine import read_quarantine
-from assets.raw import accepted_path, quarantine_path
-from resources.storage import ObjectStorage, default_root, is_spec, is_upload
+from resources.storage import ObjectStorage, default_root, is_upload
 from resources.warehouse import warehouse_path
 
 from .definitions import build_definitions
-from .sensors import plan_ingest
+from .sensors import already_seen, plan_ingest
 
 
 def get_instance() -> dg.DagsterInstance:
@@ -40,50 +38,21 @@ def get_instance() -> dg.DagsterInstance:
     return dg.DagsterInstance.get()
 
 
-def ingested_versions(storage: ObjectStorage, benchmark: str, agent: str) -> tuple[str, str] | None:
-    """(file version, benchmark.yaml version) last processed for an upload, accepted or not."""
-    record = quarantine_path(benchmark, agent)
-    if storage.exists(record):
-        data = json.loads(storage.read_bytes(record))
-        return data["version"], data["spec_version"]
-    path = accepted_path(benchmark, agent)
-    if storage.exists(path):
-        import pyarrow.parquet as pq
-
-        row = pq.read_table(io.BytesIO(storage.read_bytes(path)), columns=["source_version", "spec_version"]).slice(0, 1)
-        return row["source_version"][0].as_py(), row["spec_version"][0].as_py()
-    return None
-
-
-def already_seen(storage: ObjectStorage, files) -> dict[str, str]:
-    """A sensor-style cursor rebuilt from the warehouse: uploads whose current version was processed."""
-    spec_version = {f.benchmark: f.version for f in files if is_spec(f)}
-    seen = {f"raw/{b}/benchmark.yaml": v for b, v in spec_version.items()}
-    for f in files:
-        if is_upload(f) and ingested_versions(storage, f.benchmark, f.agent) == (f.version, spec_version.get(f.benchmark, "")):
-            seen[f.path] = f.version
-    return seen
-
-
 def stale_benchmarks(storage: ObjectStorage, benchmarks: set[str]) -> set[str]:
-    """Benchmarks whose match table is missing or does not hold exactly their accepted uploads."""
+    """Benchmarks whose outputs are missing or were rated from other inputs than their current uploads."""
     stale = set()
     for benchmark in sorted(benchmarks):
-        table = warehouse_path("match_tables", benchmark)
-        if not storage.exists(warehouse_path("competency_gap_tables", benchmark)) or not storage.exists(table):
+        manifest = warehouse_path("input_manifests", benchmark)
+        if not storage.exists(warehouse_path("competency_gap_tables", benchmark)) or not storage.exists(manifest):
             stale.add(benchmark)
             continue
         try:
-            current, _ = accepted_uploads(storage, benchmark)
+            uploads, _ = current_uploads(storage, benchmark)
         except (dg.Failure, ValueError):
             stale.add(benchmark)  # the run reports why
             continue
-        rated = pd.read_parquet(
-            io.BytesIO(storage.read_bytes(table)), columns=["source_path", "source_version"]
-        ).drop_duplicates()
-        if set(rated.itertuples(index=False)) != set(
-            current[["source_path", "source_version"]].drop_duplicates().itertuples(index=False)
-        ):
+        rated = pd.read_parquet(io.BytesIO(storage.read_bytes(manifest)), columns=["source_path", "source_version"])
+        if set(rated.itertuples(index=False, name=None)) != {(u.source_path, u.source_version) for u in uploads}:
             stale.add(benchmark)
     return stale
 

@@ -10,15 +10,18 @@ range (at most ``MAX_UPLOADS_PER_RUN``), not one run per file.
 """
 
 import hashlib
+import io
 import json
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 import dagster as dg
+import pyarrow.parquet as pq
 
 from agielo_dagster.ingest import IngestError, check_name
 from assets.partitions import agent_partitions, benchmark_partitions, upload_key
+from assets.raw import AcceptedUpload, accepted_path, quarantine_path
 from resources.storage import ObjectStorage, StoredFile, is_spec, is_upload
 
 from .jobs import ingest_uploads, rate_benchmarks
@@ -131,6 +134,29 @@ def plan_ingest(instance: dg.DagsterInstance, files: list[StoredFile], seen: dic
     return IngestPlan(requests, uploads, refused, removed)
 
 
+def ingested_versions(storage: ObjectStorage, benchmark: str, agent: str) -> tuple[str, str] | None:
+    """(file version, benchmark.yaml version) last processed for an upload, accepted or not."""
+    record = quarantine_path(benchmark, agent)
+    if storage.exists(record):
+        data = json.loads(storage.read_bytes(record))
+        return data["version"], data["spec_version"]
+    path = accepted_path(benchmark, agent)
+    if storage.exists(path):
+        upload = AcceptedUpload.from_schema(pq.read_schema(io.BytesIO(storage.read_bytes(path))))
+        return upload.source_version, upload.spec_version
+    return None
+
+
+def already_seen(storage: ObjectStorage, files) -> dict[str, str]:
+    """A sensor-style cursor rebuilt from the warehouse: uploads whose current version was processed."""
+    spec_version = {f.benchmark: f.version for f in files if is_spec(f)}
+    seen = {f"raw/{b}/benchmark.yaml": v for b, v in spec_version.items()}
+    for f in files:
+        if is_upload(f) and ingested_versions(storage, f.benchmark, f.agent) == (f.version, spec_version.get(f.benchmark, "")):
+            seen[f.path] = f.version
+    return seen
+
+
 @dg.sensor(
     name="raw_uploads_sensor",
     jobs=[ingest_uploads, rate_benchmarks],
@@ -139,8 +165,9 @@ def plan_ingest(instance: dg.DagsterInstance, files: list[StoredFile], seen: dic
     description="Watches <root>/raw/ for new or changed uploads and benchmark.yaml files (by version, not time).",
 )
 def raw_uploads_sensor(context: dg.SensorEvaluationContext, storage: ObjectStorage) -> dg.SensorResult:
-    seen = json.loads(context.cursor) if context.cursor else {}
     files = storage.list_raw()
+    # no cursor yet (a new daemon, or after `agielo run`): start from what the warehouse holds
+    seen = json.loads(context.cursor) if context.cursor else already_seen(storage, files)
     plan = plan_ingest(context.instance, files, seen)
     for message in plan.refused:
         context.log.warning(f"refused upload: {message}")

@@ -1,20 +1,21 @@
 """match_tables: every accepted match of a benchmark, with the file and version it came from."""
 
+import io
 import json
 
 import dagster as dg
+import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from agielo_dagster.ingest import parse_benchmark_spec
 from agielo_dagster.lineage import CODE_VERSION, inputs_digest
 from resources.storage import ObjectStorage, is_upload
-from resources.warehouse import parquet_to_frame
 
 from .automation import ON_UPSTREAM_CHANGE
 from .partitions import benchmark_partitions, uploads_of_benchmark
-from .raw import accepted_path, raw_benchmark_logs
-
-MATCH_COLUMNS = ["test_case_id", "agent_id", "metric", "score", "source_path", "source_version"]
+from .raw import AcceptedUpload, accepted_path, raw_benchmark_logs, read_accepted
 
 
 def load_benchmark_spec(storage: ObjectStorage, benchmark: str):
@@ -22,58 +23,106 @@ def load_benchmark_spec(storage: ObjectStorage, benchmark: str):
     return parse_benchmark_spec(storage.read_bytes(path, limit=1 << 20), benchmark, path)
 
 
-def accepted_uploads(storage: ObjectStorage, benchmark: str) -> tuple[pd.DataFrame, list[str]]:
-    """The accepted matches of a benchmark's current uploads under its current scoring.
+def current_uploads(storage: ObjectStorage, benchmark: str) -> tuple[list[AcceptedUpload], list[str]]:
+    """The accepted uploads a benchmark's ratings should use, and the agents left out as stale.
 
-    Returns the stored frames concatenated (agents in name order, rows in file order) and the
-    agents left out: accepted under a scoring that ``benchmark.yaml`` no longer declares.
+    An upload counts while its raw file is present; it is stale when it was accepted under a
+    scoring that ``benchmark.yaml`` no longer declares. Reads file metadata only.
     """
     spec = load_benchmark_spec(storage, benchmark)
     scoring = json.dumps(spec.scoring.to_config(), sort_keys=True)
     present = sorted({f.agent for f in storage.list_raw() if f.benchmark == benchmark and is_upload(f)})
-    frames, stale = [], []
+    uploads, stale = [], []
     for agent in present:
         path = accepted_path(benchmark, agent)
         if not storage.exists(path):
             continue  # never accepted: listed in the quarantine report
-        frame = parquet_to_frame(storage.read_bytes(path))
-        if frame["scoring"].iloc[0] != scoring:
-            stale.append(agent)
-            continue
-        frames.append(frame)
-    if not frames:
+        upload = AcceptedUpload.from_schema(pq.read_schema(io.BytesIO(storage.read_bytes(path))))
+        (uploads if upload.scoring == scoring else stale).append(upload if upload.scoring == scoring else agent)
+    return uploads, stale
+
+
+def accepted_uploads(storage: ObjectStorage, benchmark: str) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+    """The accepted matches of a benchmark's current uploads under its current scoring.
+
+    Returns the match table (agents in name order, rows in file order; lineage columns are
+    categorical), its input manifest (one row per upload: agent_id, source_path,
+    source_version, spec_version, matches) and the agents left out: accepted under a scoring
+    that ``benchmark.yaml`` no longer declares.
+    """
+    uploads, stale = current_uploads(storage, benchmark)
+    tables, manifest = [], []
+    for upload in uploads:
+        _, table = read_accepted(storage, benchmark, upload.agent, columns=["test_case_id", "metric", "score"])
+        n = table.num_rows
+        constant = {"agent_id": upload.agent, "source_path": upload.source_path, "source_version": upload.source_version}
+        columns = {
+            k: pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, dtype=np.int32)), pa.array([v])) for k, v in constant.items()
+        }
+        tables.append(
+            pa.table(
+                {
+                    "test_case_id": table["test_case_id"],
+                    "agent_id": columns["agent_id"],
+                    "metric": table["metric"],
+                    "score": table["score"],
+                    "source_path": columns["source_path"],
+                    "source_version": columns["source_version"],
+                }
+            )
+        )
+        manifest.append({**constant, "spec_version": upload.spec_version, "matches": n})
+    if not tables:
         raise dg.Failure(
             f"benchmark {benchmark!r} has no accepted upload under its current benchmark.yaml; "
             "see the quarantine report and the raw_benchmark_logs checks",
         )
-    return pd.concat(frames, ignore_index=True), stale
+    matches = pa.concat_tables(tables, promote_options="permissive").unify_dictionaries().combine_chunks().to_pandas()
+    return matches, pd.DataFrame(manifest), stale
 
 
-@dg.asset(
+@dg.multi_asset(
+    outs={
+        "match_tables": dg.AssetOut(
+            io_manager_key="warehouse_io_manager",
+            group_name="ratings",
+            code_version=CODE_VERSION,
+            automation_condition=ON_UPSTREAM_CHANGE,
+            kinds={"pandas", "parquet"},
+            description="All accepted matches of a benchmark: test_case_id, agent_id, metric, score, and the source "
+            "file path and version of every row (lineage).",
+        ),
+        "input_manifests": dg.AssetOut(
+            io_manager_key="warehouse_io_manager",
+            group_name="ratings",
+            code_version=CODE_VERSION,
+            automation_condition=ON_UPSTREAM_CHANGE,
+            kinds={"pandas", "parquet"},
+            description="The exact input files of a benchmark's ratings: agent_id, source_path, source_version, "
+            "spec_version (of benchmark.yaml), matches.",
+        ),
+    },
     partitions_def=benchmark_partitions,
     deps=[dg.AssetDep(raw_benchmark_logs, partition_mapping=uploads_of_benchmark)],
-    automation_condition=ON_UPSTREAM_CHANGE,
-    io_manager_key="warehouse_io_manager",
-    group_name="ratings",
-    code_version=CODE_VERSION,
-    kinds={"pandas", "parquet"},
-    description="All accepted matches of a benchmark: test_case_id, agent_id, metric, score, and the source "
-    "file path and version of every row (lineage).",
 )
-def match_tables(context: dg.AssetExecutionContext, storage: ObjectStorage) -> pd.DataFrame:
+def match_tables(context: dg.AssetExecutionContext, storage: ObjectStorage):
     benchmark = context.partition_key
-    stored, stale = accepted_uploads(storage, benchmark)
-    matches = stored[MATCH_COLUMNS]
-    inputs = matches[["source_path", "source_version"]].drop_duplicates().sort_values("source_path")
-    context.add_output_metadata(
-        {
+    matches, manifest, stale = accepted_uploads(storage, benchmark)
+    digest = inputs_digest(manifest[["source_path", "source_version"]].itertuples(index=False))
+    yield dg.Output(
+        matches,
+        "match_tables",
+        metadata={
             "matches": len(matches),
-            "agents": int(matches["agent_id"].nunique()),
+            "agents": len(manifest),
             "test_cases": int(matches["test_case_id"].nunique()),
-            "inputs_digest": inputs_digest(inputs.itertuples(index=False)),
-            "input_files": dg.MetadataValue.md(inputs.to_markdown(index=False)),
+            "inputs_digest": digest,
             "left_out_stale_scoring": ", ".join(stale) or "none",
             "code_version": CODE_VERSION,
-        }
+        },
     )
-    return matches
+    yield dg.Output(
+        manifest,
+        "input_manifests",
+        metadata={"inputs_digest": digest, "input_files": dg.MetadataValue.md(manifest.to_markdown(index=False))},
+    )

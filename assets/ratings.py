@@ -38,7 +38,7 @@ def _out(description: str) -> dg.AssetOut:
         "reliability_reports": _out("fraction, rho_test_cases, rho_agents, mae, mse as the share of matches grows."),
     },
     partitions_def=benchmark_partitions,
-    ins={"match_tables": dg.AssetIn()},
+    ins={"match_tables": dg.AssetIn(metadata={"columns": ["test_case_id", "agent_id", "metric", "score"]})},
 )
 def ratings(context: dg.AssetExecutionContext, config: RatingConfig, match_tables: pd.DataFrame):
     result = rate(match_tables, seed=config.seed, shuffles=config.shuffles)
@@ -82,7 +82,11 @@ def ratings(context: dg.AssetExecutionContext, config: RatingConfig, match_table
 
 @dg.asset(
     partitions_def=benchmark_partitions,
-    ins={"test_case_ratings": dg.AssetIn(), "agent_ratings": dg.AssetIn(), "match_tables": dg.AssetIn()},
+    ins={
+        "test_case_ratings": dg.AssetIn(metadata={"columns": ["test_case_id", "mu"]}),
+        "agent_ratings": dg.AssetIn(metadata={"columns": ["agent_id", "mu"]}),
+        "input_manifests": dg.AssetIn(),
+    },
     automation_condition=ON_UPSTREAM_CHANGE,
     io_manager_key="warehouse_io_manager",
     group_name="ratings",
@@ -96,12 +100,12 @@ def competency_gap_tables(
     storage: ObjectStorage,
     test_case_ratings: pd.DataFrame,
     agent_ratings: pd.DataFrame,
-    match_tables: pd.DataFrame,
+    input_manifests: pd.DataFrame,
 ) -> pd.DataFrame:
     spec = load_benchmark_spec(storage, context.partition_key)
     gaps = competency_gaps(test_case_ratings, agent_ratings, scoring=spec.scoring)
-    sources = match_tables[["agent_id", "source_path", "source_version"]].drop_duplicates("agent_id")
-    digest = inputs_digest(match_tables[["source_path", "source_version"]].drop_duplicates().itertuples(index=False))
+    sources = input_manifests[["agent_id", "source_path", "source_version"]]
+    digest = inputs_digest(input_manifests[["source_path", "source_version"]].itertuples(index=False))
     gaps = gaps.merge(sources, on="agent_id", how="left", validate="one_to_one")
     gaps["inputs_digest"] = digest
     gaps["code_version"] = CODE_VERSION

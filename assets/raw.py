@@ -7,11 +7,14 @@ the engine's own contract. An accepted upload is stored, normalized, at
 of that agent untouched. Raw files are only ever read.
 """
 
+import io
 import json
 from dataclasses import asdict, dataclass
 
 import dagster as dg
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from agielo_dagster.ingest import (
     MAX_LOG_BYTES,
@@ -24,7 +27,6 @@ from agielo_dagster.ingest import (
 from agielo_dagster.lineage import CODE_VERSION
 from resources.quality import validate_upload
 from resources.storage import ObjectStorage
-from resources.warehouse import frame_to_parquet
 
 from .partitions import split_upload_key, upload_partitions
 
@@ -43,6 +45,35 @@ class UploadOutcome:
     rule: str = ""
     message: str = ""
     expectations: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class AcceptedUpload:
+    """What an accepted upload was: stored as the parquet file's key-value metadata, not per row."""
+
+    agent: str
+    source_path: str
+    source_version: str
+    spec_version: str
+    scoring: str  # the scoring config as JSON
+
+    def to_parquet(self, rows: pd.DataFrame) -> bytes:
+        table = pa.Table.from_pandas(rows, preserve_index=False)
+        table = table.replace_schema_metadata({**(table.schema.metadata or {}), b"agielo": json.dumps(asdict(self)).encode()})
+        buffer = io.BytesIO()
+        pq.write_table(table, buffer, compression="zstd")
+        return buffer.getvalue()
+
+    @classmethod
+    def from_schema(cls, schema: pa.Schema) -> "AcceptedUpload":
+        return cls(**json.loads(schema.metadata[b"agielo"]))
+
+
+def read_accepted(
+    storage: ObjectStorage, benchmark: str, agent: str, columns: list[str] | None = None
+) -> tuple[AcceptedUpload, pa.Table]:
+    table = pq.read_table(io.BytesIO(storage.read_bytes(accepted_path(benchmark, agent))), columns=columns)
+    return AcceptedUpload.from_schema(table.schema), table
 
 
 def accepted_path(benchmark: str, agent: str) -> str:
@@ -94,10 +125,11 @@ def ingest_upload(storage: ObjectStorage, benchmark: str, agent: str, *, max_byt
         )
         storage.write_bytes(quarantine_path(benchmark, agent), json.dumps(asdict(outcome), indent=1).encode())
         return outcome
-    stored = matches.assign(scoring=json.dumps(spec.scoring.to_config(), sort_keys=True), spec_version=spec_version)
+    stored = matches[["test_case_id", "metric", "score"]].copy()
     for column in metadata.columns.drop("test_case_id"):
         stored[f"meta.{column}"] = metadata[column].to_numpy()
-    storage.write_bytes(accepted_path(benchmark, agent), frame_to_parquet(stored))
+    upload = AcceptedUpload(agent, file, version, spec_version, json.dumps(spec.scoring.to_config(), sort_keys=True))
+    storage.write_bytes(accepted_path(benchmark, agent), upload.to_parquet(stored))
     storage.remove(quarantine_path(benchmark, agent))
     return UploadOutcome(benchmark, agent, file, version, spec_version, True, rows=len(matches))
 

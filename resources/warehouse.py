@@ -2,7 +2,7 @@
 
 ``<root>/warehouse/<asset>/<partition>.parquet`` (``_all.parquet`` when unpartitioned),
 written atomically through :class:`ObjectStorage`. Accepts pandas or polars frames;
-loads pandas.
+loads pandas (only the columns an input asks for).
 """
 
 import io
@@ -22,8 +22,8 @@ def frame_to_parquet(df) -> bytes:
     return buffer.getvalue()
 
 
-def parquet_to_frame(data: bytes) -> pd.DataFrame:
-    return pd.read_parquet(io.BytesIO(data))
+def parquet_to_frame(data: bytes, columns: list[str] | None = None) -> pd.DataFrame:
+    return pd.read_parquet(io.BytesIO(data), columns=columns)
 
 
 def warehouse_path(asset_name: str, partition: str | None) -> str:
@@ -45,4 +45,6 @@ class WarehouseIOManager(dg.ConfigurableIOManager):
         context.add_output_metadata({"path": dg.MetadataValue.path(self.storage.uri(path)), "rows": len(obj)})
 
     def load_input(self, context: dg.InputContext) -> pd.DataFrame:
-        return parquet_to_frame(self.storage.read_bytes(self._path(context)))
+        """The stored frame; an input declaring ``metadata={"columns": [...]}`` loads only those."""
+        columns = (context.definition_metadata or {}).get("columns")
+        return parquet_to_frame(self.storage.read_bytes(self._path(context)), columns=columns)

@@ -74,6 +74,8 @@ def ids_of(df: pd.DataFrame, column: str, what: str) -> pd.Series:
             row=row,
             column=column,
         )
+    if isinstance(values.dtype, pd.CategoricalDtype) and pd.api.types.is_string_dtype(values.cat.categories):
+        return values  # factorizes through its codes
     return values if pd.api.types.is_string_dtype(values) else values.astype(str)
 
 

@@ -8,20 +8,12 @@ import dagster as dg
 import pandas as pd
 import pytest
 
+from agielo_dagster.jobs import BENCHMARK_OUTPUTS
 from agielo_dagster.lineage import CODE_VERSION
 from agielo_dagster.schedules import nightly_rerate
 from assets.partitions import upload_key
 
 from .conftest import write_benchmark, write_log
-
-OUTPUTS = [
-    "match_tables",
-    "rating_snapshots",
-    "test_case_ratings",
-    "agent_ratings",
-    "reliability_reports",
-    "competency_gap_tables",
-]
 
 
 def read(root, asset, benchmark):
@@ -29,7 +21,7 @@ def read(root, asset, benchmark):
 
 
 def output_bytes(root, benchmark):
-    return {a: (root / "warehouse" / a / f"{benchmark}.parquet").read_bytes() for a in OUTPUTS}
+    return {a: (root / "warehouse" / a / f"{benchmark}.parquet").read_bytes() for a in BENCHMARK_OUTPUTS}
 
 
 def materialization_count(instance, asset, partition):

@@ -1,0 +1,99 @@
+"""The UI's server: `dagster dev` loads the code location, and GraphQL shows the graph and materializations."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from ..devserver import REPO, DagsterDev
+from .conftest import write_benchmark
+
+ASSETS = {
+    "raw_benchmark_logs",
+    "match_tables",
+    "input_manifests",
+    "rating_snapshots",
+    "test_case_ratings",
+    "agent_ratings",
+    "reliability_reports",
+    "competency_gap_tables",
+    "quarantine_report",
+}
+
+
+@pytest.fixture(scope="module")
+def dev_server(tmp_path_factory):
+    base = tmp_path_factory.mktemp("dagster_dev")
+    home, root = base / "home", base / "storage"
+    home.mkdir()
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    write_benchmark(root, "quiz", [1300, 1600, 1900])
+    # materialize through the one-shot CLI on the same instance the UI will read
+    env = {**os.environ, "DAGSTER_HOME": str(home)}
+    cli = subprocess.run(
+        [sys.executable, "-m", "agielo_dagster.cli", "run", "--storage", str(root)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert cli.returncode == 0, cli.stdout + cli.stderr
+    assert "ingested 3 upload(s); rated 1 benchmark(s)" in cli.stdout
+    server = DagsterDev(home, root, base / "dagster_dev.log").start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def test_asset_graph(dev_server):
+    data = dev_server.graphql("{ assetNodes { assetKey { path } groupName dependencyKeys { path } isPartitioned } }")
+    nodes = {"/".join(n["assetKey"]["path"]): n for n in data["data"]["assetNodes"]}
+    assert set(nodes) == ASSETS
+    assert {"/".join(d["path"]) for d in nodes["match_tables"]["dependencyKeys"]} == {"raw_benchmark_logs"}
+    assert {"/".join(d["path"]) for d in nodes["competency_gap_tables"]["dependencyKeys"]} == {
+        "test_case_ratings",
+        "agent_ratings",
+        "input_manifests",
+    }
+    assert nodes["raw_benchmark_logs"]["groupName"] == "ingest" and nodes["agent_ratings"]["groupName"] == "ratings"
+    assert nodes["raw_benchmark_logs"]["isPartitioned"] and not nodes["quarantine_report"]["isPartitioned"]
+
+
+def test_last_materializations(dev_server):
+    query = """
+    query ($path: [String!]!) {
+      assetOrError(assetKey: {path: $path}) {
+        ... on Asset {
+          assetMaterializations(limit: 5) {
+            partition runId
+            metadataEntries { label ... on TextMetadataEntry { text } ... on MarkdownMetadataEntry { mdStr } }
+          }
+        }
+      }
+    }"""
+    gaps = dev_server.graphql(query, {"path": ["competency_gap_tables"]})["data"]["assetOrError"]["assetMaterializations"]
+    assert gaps and gaps[0]["partition"] == "quiz"
+    entries = {e["label"]: e for e in gaps[0]["metadataEntries"]}
+    assert entries["inputs_digest"]["text"].startswith("sha256:")
+    assert "agent_2" in entries["top_agents_with_gaps"]["mdStr"]
+    raw = dev_server.graphql(query, {"path": ["raw_benchmark_logs"]})["data"]["assetOrError"]["assetMaterializations"]
+    assert {m["partition"] for m in raw} == {"agent_0|quiz", "agent_1|quiz", "agent_2|quiz"}
+
+
+def test_sensor_and_schedule_are_running(dev_server):
+    data = dev_server.graphql(
+        "{ repositoriesOrError { ... on RepositoryConnection { nodes { "
+        "sensors { name sensorState { status } } schedules { name cronSchedule executionTimezone scheduleState { status } } } } } }"
+    )
+    repo = data["data"]["repositoriesOrError"]["nodes"][0]
+    sensors = {s["name"]: s["sensorState"]["status"] for s in repo["sensors"]}
+    assert sensors["raw_uploads_sensor"] == "RUNNING"
+    (schedule,) = repo["schedules"]
+    assert (schedule["name"], schedule["cronSchedule"], schedule["scheduleState"]["status"]) == (
+        "nightly_rerate",
+        "0 2 * * *",
+        "RUNNING",
+    )

@@ -1,0 +1,82 @@
+"""The same incremental flow against a real S3-compatible server (SeaweedFS), through s3fs."""
+
+import io
+import json
+import uuid
+
+import dagster as dg
+import numpy as np
+import pandas as pd
+import pytest
+import s3fs
+
+from agielo_dagster.rating import simulate_matches
+from resources.storage import ObjectStorage
+
+from ..s3server import BUCKET, SECRET_KEY
+from .conftest import Daemon
+
+
+def put_benchmark(fs, prefix, benchmark, agent_ratings, seed=0):
+    fs.pipe_file(f"{prefix}/raw/{benchmark}/benchmark.yaml", b"metric: correct\nscoring: identity\n")
+    matches = simulate_matches(np.random.default_rng(seed).normal(1500, 300, 50), agent_ratings, seed=seed)
+    for agent, rows in matches.groupby("agent_id"):
+        put_log(fs, prefix, benchmark, agent, rows.rename(columns={"metric": "correct"})[["test_case_id", "correct"]])
+
+
+def put_log(fs, prefix, benchmark, agent, frame):
+    fs.pipe_file(f"{prefix}/raw/{benchmark}/{agent}.csv", frame.to_csv(index=False).encode())
+
+
+def read(fs, prefix, asset, benchmark):
+    return pd.read_parquet(io.BytesIO(fs.cat_file(f"{prefix}/warehouse/{asset}/{benchmark}.parquet")))
+
+
+@pytest.fixture
+def s3(s3_server):
+    prefix = f"{BUCKET}/run-{uuid.uuid4().hex[:8]}"
+    fs = s3fs.S3FileSystem(client_kwargs={"endpoint_url": s3_server.endpoint}, use_listings_cache=False, skip_instance_cache=True)
+    storage = ObjectStorage(root=f"s3://{prefix}", endpoint_url=s3_server.endpoint)
+    with dg.instance_for_test() as instance:
+        yield fs, prefix, Daemon(storage, instance)
+
+
+def test_uploads_to_s3_are_rated_and_re_rated(s3):
+    fs, prefix, daemon = s3
+    put_benchmark(fs, prefix, "quiz", [1300, 1600, 1900])
+    put_benchmark(fs, prefix, "vision", [1500, 1700], seed=2)
+    requested = daemon.settle()
+    assert requested["competency_gap_tables"] == {"quiz", "vision"}
+    gaps = read(fs, prefix, "competency_gap_tables", "quiz")
+    assert list(gaps["agent_id"]) == ["agent_2", "agent_1", "agent_0"]
+    assert gaps["source_version"].str.startswith("etag:").all()  # S3 versions are ETags
+    assert gaps["source_path"].iloc[0] == "raw/quiz/agent_2.csv"
+    vision_before = fs.cat_file(f"{prefix}/warehouse/competency_gap_tables/vision.parquet")
+
+    # a changed upload re-rates its benchmark only
+    log = pd.read_csv(io.BytesIO(fs.cat_file(f"{prefix}/raw/quiz/agent_0.csv"))).assign(correct=1)
+    put_log(fs, prefix, "quiz", "agent_0", log)
+    result = daemon.sensor_tick()
+    assert len(result.run_requests) == 1
+    assert daemon.automation_tick()["match_tables"] == {"quiz"}
+    assert read(fs, prefix, "agent_ratings", "quiz").set_index("agent_id")["mu"].idxmax() == "agent_0"
+    assert fs.cat_file(f"{prefix}/warehouse/competency_gap_tables/vision.parquet") == vision_before
+    # outputs are whole parquet files, no temporary leftovers
+    assert not [p for p in fs.find(f"{prefix}/warehouse") if p.endswith(".tmp")]
+
+
+def test_a_rejected_s3_upload_is_quarantined_and_the_secret_never_shows(s3):
+    fs, prefix, daemon = s3
+    put_benchmark(fs, prefix, "quiz", [1300, 1600])
+    fs.pipe_file(f"{prefix}/raw/quiz/bad.csv", b"test_case_id,correct\nq1,0.5\nq1,0.7\n")
+    daemon.settle()
+    record = json.loads(fs.cat_file(f"{prefix}/warehouse/quarantine/quiz/bad.json"))
+    assert record["rule"] == "test_case_id_unique" and "data row 2" in record["message"]
+    assert set(read(fs, prefix, "agent_ratings", "quiz")["agent_id"]) == {"agent_0", "agent_1"}
+    # credentials come from the environment and appear in no log line, event, metadata or run config
+    entries = [entry for run in daemon.runs for entry in daemon.instance.all_logs(run.run_id)]
+    assert any(e.dagster_event and e.dagster_event.event_type == dg.DagsterEventType.ASSET_CHECK_EVALUATION for e in entries)
+    text = "\n".join(str(e) for e in entries)
+    text += "\n".join(str(run.dagster_run.run_config) + str(run.dagster_run.tags) for run in daemon.runs)
+    assert "raw/quiz/bad.csv" in text
+    assert SECRET_KEY not in text
