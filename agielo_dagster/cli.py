@@ -48,7 +48,7 @@ def stale_benchmarks(storage: ObjectStorage, benchmarks: set[str]) -> set[str]:
             continue
         try:
             uploads, _ = current_uploads(storage, benchmark)
-        except (dg.Failure, ValueError):
+        except dg.Failure:
             stale.add(benchmark)  # the run reports why
             continue
         rated = pd.read_parquet(io.BytesIO(storage.read_bytes(manifest)), columns=["source_path", "source_version"])
@@ -129,10 +129,8 @@ def print_summary(storage: ObjectStorage, summary: RunSummary, out=sys.stdout) -
             file=out,
         )
     rejected = read_quarantine(storage)
-    for message in summary.refused:
-        print(f"  refused: {message}", file=out)
     for row in rejected.itertuples():
-        print(f"  rejected: {row.message}", file=out)
+        print(f"  {'refused' if not row.agent else 'rejected'}: {row.message}", file=out)
     for failure in summary.failed_runs:
         print(f"  FAILED {failure}", file=out)
     print(f"outputs: {storage.uri('warehouse')}", file=out)

@@ -38,6 +38,7 @@ __all__ = [
     "BenchmarkSpec",
     "IngestError",
     "check_name",
+    "classify_raw_path",
     "log_to_matches",
     "parse_benchmark_spec",
     "read_log",
@@ -77,6 +78,43 @@ def check_name(name: str, what: str, file: str) -> str:
             f"{what} name {name!r} may hold only letters, digits and . _ + - (not first), and no '..'",
         )
     return name
+
+
+@dataclass(frozen=True)
+class RawPath:
+    """What a file under ``raw/`` is: an upload of an agent, or a benchmark's ``benchmark.yaml``."""
+
+    kind: str  # "upload" | "spec"
+    benchmark: str
+    agent: str = ""
+
+
+def classify_raw_path(path: str) -> RawPath | None:
+    """Classify a path relative to the storage root, refusing anything outside the contract.
+
+    Returns None for hidden files (a name starting with '.'), which upload tools use while a
+    file is still being written. Raises :class:`IngestError` (rule ``layout``, ``safe_name`` or
+    ``log_format``) for everything else that is not ``raw/<benchmark>/<agent>.<csv|parquet|jsonl>``
+    or ``raw/<benchmark>/benchmark.yaml``; names are checked before any path is built from them.
+    """
+    parts = path.split("/")
+    if parts[-1].startswith("."):
+        return None
+    if len(parts) != 3 or parts[0] != "raw":
+        raise IngestError(
+            path, "layout", "files belong at raw/<benchmark>/<agent>.<csv|parquet|jsonl> or raw/<benchmark>/benchmark.yaml"
+        )
+    benchmark = check_name(parts[1], "benchmark", path)
+    if parts[2] == "benchmark.yaml":
+        return RawPath("spec", benchmark)
+    stem, dot, suffix = parts[2].rpartition(".")
+    if not dot or f".{suffix.lower()}" not in LOG_SUFFIXES:
+        raise IngestError(
+            path,
+            "log_format",
+            f"unsupported file type; uploads are {', '.join(LOG_SUFFIXES)} (benchmark.yaml describes the benchmark)",
+        )
+    return RawPath("upload", benchmark, check_name(stem, "agent", path))
 
 
 @dataclass(frozen=True)
@@ -153,7 +191,7 @@ def read_log(data: bytes, file: str, *, max_bytes: int = MAX_LOG_BYTES) -> pd.Da
     if suffix == ".parquet":
         return _read_parquet(data, file)
     try:
-        text = data.decode("utf-8")
+        text = data.decode("utf-8-sig")  # a UTF-8 byte-order mark (as some spreadsheets write) is accepted
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         raise IngestError(file, "utf8", f"invalid UTF-8 at byte {exc.start} (line {line})") from None
@@ -247,6 +285,16 @@ def log_to_matches(
             file, "test_case_id_present", f"test_case_id is empty ({int(missing.sum())} row(s))", row=r + 1, line=_line(file, r)
         )
     ids = ids.astype(str)
+    padded = (ids != ids.str.strip()).to_numpy()
+    if padded.any():
+        r = int(np.flatnonzero(padded)[0])
+        raise IngestError(
+            file,
+            "test_case_id_trimmed",
+            f"test_case_id {ids.iloc[r]!r} has leading or trailing white space ({int(padded.sum())} row(s)); ids are used as written",
+            row=r + 1,
+            line=_line(file, r),
+        )
     dup = ids.duplicated(keep="first").to_numpy()
     if dup.any():
         r = int(np.flatnonzero(dup)[0])

@@ -19,10 +19,9 @@ from dataclasses import dataclass
 import dagster as dg
 import pyarrow.parquet as pq
 
-from agielo_dagster.ingest import IngestError, check_name
 from assets.partitions import agent_partitions, benchmark_partitions, upload_key
 from assets.raw import AcceptedUpload, accepted_path, quarantine_path
-from resources.storage import ObjectStorage, StoredFile, is_spec, is_upload
+from resources.storage import ObjectStorage, StoredFile, is_spec, is_upload, refusals
 
 from .jobs import ingest_uploads, rate_benchmarks
 
@@ -39,17 +38,6 @@ class IngestPlan:
     uploads: list[StoredFile]  # requested uploads
     refused: list[str]  # messages for files whose names are refused
     removed_benchmarks: list[str]  # benchmarks that lost an upload: re-rate without it
-
-
-def _safe(file: StoredFile) -> str | None:
-    """None if the benchmark and agent names are acceptable, else why not."""
-    try:
-        check_name(file.benchmark, "benchmark", file.path)
-        if is_upload(file):
-            check_name(file.agent, "agent", file.path)
-    except IngestError as err:
-        return str(err)
-    return None
 
 
 def register_partitions(instance: dg.DagsterInstance, uploads: Iterable[StoredFile]) -> None:
@@ -104,20 +92,11 @@ def plan_ingest(instance: dg.DagsterInstance, files: list[StoredFile], seen: dic
     """Register partitions and plan runs for the raw files that changed since ``seen`` (path → version)."""
     spec_version = {f.benchmark: f.version for f in files if is_spec(f)}
     changed_specs = {b for b, v in spec_version.items() if seen.get(f"raw/{b}/benchmark.yaml") != v}
-    uploads, refused = [], []
-    for f in files:
-        if not is_upload(f):
-            continue
-        problem = _safe(f)
-        if problem:
-            if seen.get(f.path) != f.version:
-                refused.append(problem)
-            continue
-        if seen.get(f.path) != f.version or f.benchmark in changed_specs:
-            uploads.append(f)
+    uploads = [f for f in files if is_upload(f) and (seen.get(f.path) != f.version or f.benchmark in changed_specs)]
+    refused = [str(err) for err in refusals([f for f in files if seen.get(f.path) != f.version])]
     present = {f.path for f in files}
     removed = sorted(
-        {p.split("/")[1] for p in seen if p not in present and not p.endswith("/benchmark.yaml")}
+        {p.split("/")[1] for p in seen if p not in present and p.count("/") == 2 and not p.endswith("/benchmark.yaml")}
         & set(instance.get_dynamic_partitions(benchmark_partitions.name))
     )
     register_partitions(instance, uploads)

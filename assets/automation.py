@@ -1,6 +1,8 @@
-"""When derived assets re-materialize."""
+"""When derived assets re-materialize, and how their outputs are declared."""
 
 import dagster as dg
+
+from agielo_dagster.lineage import CODE_VERSION
 
 _deps_updated = dg.AutomationCondition.any_deps_updated()
 
@@ -16,3 +18,19 @@ ON_UPSTREAM_CHANGE = (
     & ~dg.AutomationCondition.any_deps_in_progress()
     & ~dg.AutomationCondition.in_progress()
 ).with_label("re-rate when an upload changed")
+
+
+# object storage restarts or hiccups: retry a failed step 2, 4, 8, 16 s later (±jitter)
+STORAGE_RETRY = dg.RetryPolicy(max_retries=4, delay=2, backoff=dg.Backoff.EXPONENTIAL, jitter=dg.Jitter.PLUS_MINUS)
+
+
+def warehouse_out(description: str, group: str = "ratings") -> dg.AssetOut:
+    """A per-benchmark output kept as parquet in the warehouse, re-rated when its uploads change."""
+    return dg.AssetOut(
+        io_manager_key="warehouse_io_manager",
+        group_name=group,
+        code_version=CODE_VERSION,
+        automation_condition=ON_UPSTREAM_CHANGE,
+        kinds={"pandas", "parquet"},
+        description=description,
+    )

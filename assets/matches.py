@@ -9,18 +9,24 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from agielo_dagster.ingest import parse_benchmark_spec
+from agielo_dagster.ingest import IngestError, parse_benchmark_spec
 from agielo_dagster.lineage import CODE_VERSION, inputs_digest
 from resources.storage import ObjectStorage, is_upload
 
-from .automation import ON_UPSTREAM_CHANGE
+from .automation import STORAGE_RETRY, warehouse_out
 from .partitions import benchmark_partitions, uploads_of_benchmark
 from .raw import AcceptedUpload, accepted_path, raw_benchmark_logs, read_accepted
 
 
 def load_benchmark_spec(storage: ObjectStorage, benchmark: str):
+    """The benchmark's current spec; a missing or invalid one fails the step without retries."""
     path = f"raw/{benchmark}/benchmark.yaml"
-    return parse_benchmark_spec(storage.read_bytes(path, limit=1 << 20), benchmark, path)
+    try:
+        if not storage.exists(path):
+            raise IngestError(path, "spec_exists", "benchmark.yaml is missing")
+        return parse_benchmark_spec(storage.read_bytes(path, limit=1 << 20), benchmark, path)
+    except IngestError as err:
+        raise dg.Failure(str(err), metadata={"rule": err.rule}, allow_retries=False) from None
 
 
 def current_uploads(storage: ObjectStorage, benchmark: str) -> tuple[list[AcceptedUpload], list[str]]:
@@ -76,6 +82,7 @@ def accepted_uploads(storage: ObjectStorage, benchmark: str) -> tuple[pd.DataFra
         raise dg.Failure(
             f"benchmark {benchmark!r} has no accepted upload under its current benchmark.yaml; "
             "see the quarantine report and the raw_benchmark_logs checks",
+            allow_retries=False,
         )
     matches = pa.concat_tables(tables, promote_options="permissive").unify_dictionaries().combine_chunks().to_pandas()
     return matches, pd.DataFrame(manifest), stale
@@ -83,25 +90,16 @@ def accepted_uploads(storage: ObjectStorage, benchmark: str) -> tuple[pd.DataFra
 
 @dg.multi_asset(
     outs={
-        "match_tables": dg.AssetOut(
-            io_manager_key="warehouse_io_manager",
-            group_name="ratings",
-            code_version=CODE_VERSION,
-            automation_condition=ON_UPSTREAM_CHANGE,
-            kinds={"pandas", "parquet"},
-            description="All accepted matches of a benchmark: test_case_id, agent_id, metric, score, and the source "
-            "file path and version of every row (lineage).",
+        "match_tables": warehouse_out(
+            "All accepted matches of a benchmark: test_case_id, agent_id, metric, score, and the source "
+            "file path and version of every row (lineage)."
         ),
-        "input_manifests": dg.AssetOut(
-            io_manager_key="warehouse_io_manager",
-            group_name="ratings",
-            code_version=CODE_VERSION,
-            automation_condition=ON_UPSTREAM_CHANGE,
-            kinds={"pandas", "parquet"},
-            description="The exact input files of a benchmark's ratings: agent_id, source_path, source_version, "
-            "spec_version (of benchmark.yaml), matches.",
+        "input_manifests": warehouse_out(
+            "The exact input files of a benchmark's ratings: agent_id, source_path, source_version, "
+            "spec_version (of benchmark.yaml), matches."
         ),
     },
+    retry_policy=STORAGE_RETRY,
     partitions_def=benchmark_partitions,
     deps=[dg.AssetDep(raw_benchmark_logs, partition_mapping=uploads_of_benchmark)],
 )

@@ -7,7 +7,7 @@ from agielo_dagster.lineage import CODE_VERSION, inputs_digest
 from agielo_dagster.rating import competency_gaps, rate
 from resources.storage import ObjectStorage
 
-from .automation import ON_UPSTREAM_CHANGE
+from .automation import ON_UPSTREAM_CHANGE, STORAGE_RETRY, warehouse_out
 from .matches import load_benchmark_spec
 from .partitions import benchmark_partitions
 
@@ -17,26 +17,18 @@ class RatingConfig(dg.Config):
     shuffles: int = 1
 
 
-def _out(description: str) -> dg.AssetOut:
-    return dg.AssetOut(
-        io_manager_key="warehouse_io_manager",
-        group_name="ratings",
-        code_version=CODE_VERSION,
-        automation_condition=ON_UPSTREAM_CHANGE,
-        kinds={"pandas", "parquet"},
-        description=description,
-    )
-
-
 @dg.multi_asset(
     outs={
-        "rating_snapshots": _out(
+        "rating_snapshots": warehouse_out(
             "fraction, kind, id, mu, sigma: every agent at 1%…100% of the matches, test cases at 10/25/50/100%."
         ),
-        "test_case_ratings": _out("Difficulty of every test case: test_case_id, mu, sigma, matches, mean_score, mean_metric."),
-        "agent_ratings": _out("Competency of every agent: agent_id, mu, sigma, matches, mean_score, mean_metric."),
-        "reliability_reports": _out("fraction, rho_test_cases, rho_agents, mae, mse as the share of matches grows."),
+        "test_case_ratings": warehouse_out(
+            "Difficulty of every test case: test_case_id, mu, sigma, matches, mean_score, mean_metric."
+        ),
+        "agent_ratings": warehouse_out("Competency of every agent: agent_id, mu, sigma, matches, mean_score, mean_metric."),
+        "reliability_reports": warehouse_out("fraction, rho_test_cases, rho_agents, mae, mse as the share of matches grows."),
     },
+    retry_policy=STORAGE_RETRY,
     partitions_def=benchmark_partitions,
     ins={"match_tables": dg.AssetIn(metadata={"columns": ["test_case_id", "agent_id", "metric", "score"]})},
 )
@@ -81,6 +73,7 @@ def ratings(context: dg.AssetExecutionContext, config: RatingConfig, match_table
 
 
 @dg.asset(
+    retry_policy=STORAGE_RETRY,
     partitions_def=benchmark_partitions,
     ins={
         "test_case_ratings": dg.AssetIn(metadata={"columns": ["test_case_id", "mu"]}),

@@ -17,7 +17,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from agielo_dagster.ingest import (
-    MAX_LOG_BYTES,
     IngestError,
     check_name,
     log_to_matches,
@@ -28,6 +27,7 @@ from agielo_dagster.lineage import CODE_VERSION
 from resources.quality import validate_upload
 from resources.storage import ObjectStorage
 
+from .automation import STORAGE_RETRY
 from .partitions import split_upload_key, upload_partitions
 
 QUALITY_CHECK = "upload_passes_quality_suite"
@@ -98,8 +98,9 @@ def find_upload(storage: ObjectStorage, benchmark: str, agent: str) -> str:
     return f"raw/{benchmark}/{names[0]}"
 
 
-def ingest_upload(storage: ObjectStorage, benchmark: str, agent: str, *, max_bytes: int = MAX_LOG_BYTES) -> UploadOutcome:
+def ingest_upload(storage: ObjectStorage, benchmark: str, agent: str) -> UploadOutcome:
     """Validate one upload and store it as accepted or quarantined."""
+    max_bytes = storage.max_upload_bytes
     file, version, spec_version, failed = f"raw/{benchmark}/{agent}", "", "", ()
     try:
         check_name(benchmark, "benchmark", file)
@@ -137,6 +138,7 @@ def ingest_upload(storage: ObjectStorage, benchmark: str, agent: str, *, max_byt
 @dg.asset(
     partitions_def=upload_partitions,
     backfill_policy=dg.BackfillPolicy.single_run(),
+    retry_policy=STORAGE_RETRY,
     check_specs=[
         dg.AssetCheckSpec(
             QUALITY_CHECK,

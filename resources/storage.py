@@ -10,6 +10,7 @@ Credentials come from the environment (``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCES
 or any source boto understands) and never pass through Dagster config.
 """
 
+import functools
 import hashlib
 import os
 import posixpath
@@ -20,7 +21,7 @@ import dagster as dg
 import fsspec
 from pydantic import Field, PrivateAttr
 
-from agielo_dagster.ingest import LOG_SUFFIXES
+from agielo_dagster.ingest import MAX_LOG_BYTES, IngestError, RawPath, classify_raw_path
 
 DEFAULT_ROOT = "agielo_data"
 
@@ -29,6 +30,43 @@ def default_root() -> str:
     """``AGIELO_STORAGE`` if set, else ``./agielo_data`` (made absolute)."""
     root = os.environ.get("AGIELO_STORAGE") or DEFAULT_ROOT
     return root if "://" in root else os.path.abspath(root)
+
+
+class StorageUnavailable(ConnectionError):
+    """The object storage did not answer (stopped, restarting, network down): worth a retry."""
+
+
+def _connection_errors() -> tuple[type[BaseException], ...]:
+    errors: list[type[BaseException]] = [ConnectionError, TimeoutError]
+    try:
+        import botocore.exceptions as be
+
+        errors += [be.EndpointConnectionError, be.ConnectionClosedError, be.ReadTimeoutError, be.ConnectTimeoutError]
+    except ImportError:
+        pass
+    return tuple(errors)
+
+
+def _reachable(method):
+    """Turn connection failures into StorageUnavailable naming the root (never credentials)."""
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except StorageUnavailable:
+            raise
+        except _connection_errors() as exc:
+            where = (
+                self.root
+                if self.is_local
+                else f"{self.root} at {self.endpoint_url or os.environ.get('AWS_ENDPOINT_URL') or 'AWS'}"
+            )
+            raise StorageUnavailable(
+                f"object storage {where} is unreachable ({type(exc).__name__}); the step is retried"
+            ) from exc
+
+    return wrapper
 
 
 @dataclass(frozen=True)
@@ -60,6 +98,7 @@ class ObjectStorage(dg.ConfigurableResource):
         default=None,
         description="S3-compatible endpoint (e.g. a local SeaweedFS); default AWS_ENDPOINT_URL or AWS itself",
     )
+    max_upload_bytes: int = Field(default=MAX_LOG_BYTES, description="Larger uploads are refused unread (rule log_size)")
     _fs: object = PrivateAttr(default=None)
 
     @property
@@ -73,8 +112,16 @@ class ObjectStorage(dg.ConfigurableResource):
             else:
                 endpoint = self.endpoint_url or os.environ.get("AWS_ENDPOINT_URL")
                 options = {"client_kwargs": {"endpoint_url": endpoint}} if endpoint else {}
-                # listings must see uploads that landed since the last look
-                self._fs = fsspec.filesystem("s3", use_listings_cache=False, skip_instance_cache=True, **options)
+                # Fail fast and let the assets' retry policy recover, visibly in the UI, rather than
+                # hide an outage in the clients' own retries. Listings must see every new upload.
+                self._fs = fsspec.filesystem(
+                    "s3",
+                    use_listings_cache=False,
+                    skip_instance_cache=True,
+                    config_kwargs={"retries": {"max_attempts": 2, "mode": "standard"}, "connect_timeout": 5, "read_timeout": 60},
+                    **options,
+                )
+                self._fs.retries = 2  # s3fs's own retry loop (a class attribute, 5 by default)
         return self._fs
 
     @property
@@ -94,19 +141,18 @@ class ObjectStorage(dg.ConfigurableResource):
         """A user-facing address of a stored file (never holds credentials)."""
         return self.full_path(path) if self.is_local else f"s3://{self.full_path(path)}"
 
+    @_reachable
     def list_raw(self) -> list[StoredFile]:
-        """Every file under ``raw/<benchmark>/`` (uploads and benchmark.yaml), sorted by path."""
+        """Every file under ``raw/`` at any depth, sorted by path (classify with :func:`classify`)."""
         fs = self.filesystem()
         top = self.full_path("raw")
         if not fs.exists(top):
             return []
         found = []
-        for full, info in sorted(fs.find(top, detail=True, maxdepth=2).items()):
+        for full, info in sorted(fs.find(top, detail=True).items()):
             if info.get("type") != "file":
                 continue
             rel = full[len(self.base) + 1 :] if full.startswith(self.base) else full.split(f"{self.base}/", 1)[-1]
-            if rel.count("/") != 2:
-                continue  # raw/<benchmark>/<file> only
             found.append(StoredFile(rel, self._version(full, info), int(info.get("size") or 0)))
         return found
 
@@ -114,17 +160,22 @@ class ObjectStorage(dg.ConfigurableResource):
         etag = info.get("ETag") or info.get("etag")
         if etag:
             return "etag:" + str(etag).strip('"')
+        if int(info.get("size") or 0) > self.max_upload_bytes:
+            # refused for its size anyway: don't read gigabytes on every sensor tick
+            return f"oversize:{info.get('size')}:{info.get('mtime') or info.get('created')}"
         digest = hashlib.sha256()
         with self.filesystem().open(full, "rb") as f:
             for block in iter(lambda: f.read(1 << 20), b""):
                 digest.update(block)
         return "sha256:" + digest.hexdigest()
 
+    @_reachable
     def read_bytes(self, path: str, *, limit: int | None = None) -> bytes:
         """The file's bytes; with ``limit``, at most ``limit + 1`` of them (enough to tell it is too big)."""
         with self.filesystem().open(self.full_path(path), "rb") as f:
             return f.read() if limit is None else f.read(limit + 1)
 
+    @_reachable
     def read_versioned(self, path: str, *, limit: int | None = None) -> tuple[bytes, str]:
         """The file's bytes and the version they are (the same identity :meth:`list_raw` reports).
 
@@ -142,9 +193,11 @@ class ObjectStorage(dg.ConfigurableResource):
                 return data, before
         raise OSError(f"{path} kept changing while it was read")
 
+    @_reachable
     def exists(self, path: str) -> bool:
         return self.filesystem().exists(self.full_path(path))
 
+    @_reachable
     def write_bytes(self, path: str, data: bytes) -> None:
         """Write atomically: readers see the old file or the new one, never half of one."""
         fs = self.filesystem()
@@ -165,6 +218,7 @@ class ObjectStorage(dg.ConfigurableResource):
         else:
             fs.pipe_file(full, data)  # one PUT: S3 objects appear whole or not at all
 
+    @_reachable
     def list_dir(self, path: str) -> list[str]:
         """Names of the files directly in a folder ([] if it does not exist)."""
         fs = self.filesystem()
@@ -173,6 +227,7 @@ class ObjectStorage(dg.ConfigurableResource):
             return []
         return sorted(p.rsplit("/", 1)[-1] for p in fs.ls(full, detail=False) if not p.endswith("/"))
 
+    @_reachable
     def remove(self, path: str) -> None:
         """Remove a derived file (refuses anything under raw/)."""
         if path.split("/", 1)[0] == "raw":
@@ -182,9 +237,33 @@ class ObjectStorage(dg.ConfigurableResource):
             fs.rm(self.full_path(path))
 
 
+def classify(file: StoredFile) -> RawPath | None:
+    """What a raw file is (see :func:`agielo_dagster.ingest.classify_raw_path`); raises IngestError if refused."""
+    return classify_raw_path(file.path)
+
+
+def _kind(file: StoredFile) -> str:
+    try:
+        raw = classify(file)
+    except IngestError:
+        return "refused"
+    return raw.kind if raw else "hidden"
+
+
 def is_upload(file: StoredFile) -> bool:
-    return file.name.lower().endswith(LOG_SUFFIXES)
+    return _kind(file) == "upload"
 
 
 def is_spec(file: StoredFile) -> bool:
-    return file.name == "benchmark.yaml"
+    return _kind(file) == "spec"
+
+
+def refusals(files: list[StoredFile]) -> list[IngestError]:
+    """Why each refused raw file is refused (wrong place, unsafe name, unsupported type)."""
+    out = []
+    for file in files:
+        try:
+            classify(file)
+        except IngestError as err:
+            out.append(err)
+    return out

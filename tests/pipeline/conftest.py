@@ -58,15 +58,22 @@ class Daemon:
         self.automation_cursor = dg.evaluate_automation_conditions(defs=self.defs, instance=instance).cursor
         self.runs: list[dg.ExecuteInProcessResult] = []
 
-    def sensor_tick(self) -> dg.SensorResult:
+    def sensor_tick(self, *, execute: bool = True) -> dg.SensorResult:
+        """One sensor evaluation; its runs are executed unless ``execute=False`` (then call :meth:`execute`)."""
         context = dg.build_sensor_context(
             instance=self.instance, cursor=self.sensor_cursor, resources={"storage": self.storage}, definitions=self.defs
         )
         result = raw_uploads_sensor(context)
         self.sensor_cursor = result.cursor
-        for request in result.run_requests or []:
+        if execute:
+            self.execute(result.run_requests or [])
+        return result
+
+    def execute(self, requests) -> list[dg.ExecuteInProcessResult]:
+        results = []
+        for request in requests:
             job = self.defs.resolve_job_def(request.job_name)
-            self.runs.append(
+            results.append(
                 job.execute_in_process(
                     run_config=QUIET,
                     instance=self.instance,
@@ -75,7 +82,8 @@ class Daemon:
                     raise_on_error=False,
                 )
             )
-        return result
+        self.runs.extend(results)
+        return results
 
     def automation_tick(self) -> dict[str, set]:
         """Evaluate declarative automation once and run what it requests; returns {asset: partitions}."""

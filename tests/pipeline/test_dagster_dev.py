@@ -6,20 +6,12 @@ import sys
 
 import pytest
 
+from agielo_dagster.jobs import BENCHMARK_OUTPUTS
+
 from ..devserver import REPO, DagsterDev
 from .conftest import write_benchmark
 
-ASSETS = {
-    "raw_benchmark_logs",
-    "match_tables",
-    "input_manifests",
-    "rating_snapshots",
-    "test_case_ratings",
-    "agent_ratings",
-    "reliability_reports",
-    "competency_gap_tables",
-    "quarantine_report",
-}
+ASSETS = {"raw_benchmark_logs", *BENCHMARK_OUTPUTS, "quarantine_report"}
 
 
 @pytest.fixture(scope="module")

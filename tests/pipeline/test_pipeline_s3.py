@@ -28,6 +28,13 @@ def put_log(fs, prefix, benchmark, agent, frame):
     fs.pipe_file(f"{prefix}/raw/{benchmark}/{agent}.csv", frame.to_csv(index=False).encode())
 
 
+def chain_messages(error):
+    """Messages of a serialized error and everything it was raised from."""
+    while error is not None:
+        yield error.message
+        error = error.cause or error.context
+
+
 def read(fs, prefix, asset, benchmark):
     return pd.read_parquet(io.BytesIO(fs.cat_file(f"{prefix}/warehouse/{asset}/{benchmark}.parquet")))
 
@@ -80,3 +87,49 @@ def test_a_rejected_s3_upload_is_quarantined_and_the_secret_never_shows(s3):
     text += "\n".join(str(run.dagster_run.run_config) + str(run.dagster_run.tags) for run in daemon.runs)
     assert "raw/quiz/bad.csv" in text
     assert SECRET_KEY not in text
+
+
+def test_storage_stopped_mid_run_is_retried_and_leaves_no_partial_output(s3_server, tmp_path):
+    """SeaweedFS goes down after the sensor planned a run and comes back while the run retries.
+
+    A server of its own (the session one keeps serving other tests); `s3_server` exports the credentials.
+    """
+    import threading
+    import time
+
+    from ..s3server import SeaweedS3
+
+    server = SeaweedS3(tmp_path / "weed").start()
+    try:
+        prefix = f"{BUCKET}/faults"
+        fs = s3fs.S3FileSystem(
+            client_kwargs={"endpoint_url": server.endpoint}, use_listings_cache=False, skip_instance_cache=True
+        )
+        put_benchmark(fs, prefix, "quiz", [1300, 1600])
+        storage = ObjectStorage(root=f"s3://{prefix}", endpoint_url=server.endpoint)
+        with dg.instance_for_test() as instance:
+            daemon = Daemon(storage, instance)
+            daemon.settle()
+            before = read(fs, prefix, "agent_ratings", "quiz").set_index("agent_id")["mu"]
+            log = pd.read_csv(io.BytesIO(fs.cat_file(f"{prefix}/raw/quiz/agent_0.csv"))).assign(correct=1)
+            put_log(fs, prefix, "quiz", "agent_0", log)
+            requests = daemon.sensor_tick(execute=False).run_requests
+
+            server.stop()
+            restart = threading.Thread(target=lambda: (time.sleep(3), server.start()))
+            restart.start()
+            (run,) = daemon.execute(requests)
+            restart.join()
+            assert run.success
+            retries = [e for e in run.all_events if e.event_type_value == "STEP_UP_FOR_RETRY"]
+            assert retries, "the step should have been retried while storage was down"
+            messages = "\n".join(chain_messages(retries[0].event_specific_data.error))
+            assert "is unreachable" in messages and server.endpoint in messages  # names the storage, not credentials
+            assert SECRET_KEY not in messages
+
+            daemon.automation_tick()
+            after = read(fs, prefix, "agent_ratings", "quiz").set_index("agent_id")["mu"]
+            assert after["agent_0"] > before["agent_0"]
+            assert not [p for p in fs.find(f"{prefix}/warehouse") if ".tmp" in p]
+    finally:
+        server.stop()
