@@ -246,6 +246,13 @@ def _read_parquet(data: bytes, file: str) -> pd.DataFrame:
     return df
 
 
+def _reject_rows(file: str, bad: np.ndarray, rule: str, describe) -> None:
+    """Raise for the first row where ``bad`` holds; ``describe(row0, count)`` words the problem."""
+    if bad.any():
+        r = int(np.flatnonzero(bad)[0])
+        raise IngestError(file, rule, describe(r, int(bad.sum())), row=r + 1, line=_line(file, r))
+
+
 def _line(file: str, row0: int) -> int | None:
     """The file line of a 0-based data row (header on line 1 for csv)."""
     return row0 + 2 if file.lower().endswith(".csv") else None
@@ -278,34 +285,28 @@ def log_to_matches(
     if len(log) == 0:
         raise IngestError(file, "has_rows", "the file has a header but no rows")
     ids = log["test_case_id"]
-    missing = ids.isna().to_numpy() | (ids.astype(str).str.strip() == "").to_numpy()
-    if missing.any():
-        r = int(np.flatnonzero(missing)[0])
-        raise IngestError(
-            file, "test_case_id_present", f"test_case_id is empty ({int(missing.sum())} row(s))", row=r + 1, line=_line(file, r)
-        )
+    _reject_rows(
+        file,
+        ids.isna().to_numpy() | (ids.astype(str).str.strip() == "").to_numpy(),
+        "test_case_id_present",
+        lambda r, n: f"test_case_id is empty ({n} row(s))",
+    )
     ids = ids.astype(str)
-    padded = (ids != ids.str.strip()).to_numpy()
-    if padded.any():
-        r = int(np.flatnonzero(padded)[0])
-        raise IngestError(
-            file,
-            "test_case_id_trimmed",
-            f"test_case_id {ids.iloc[r]!r} has leading or trailing white space ({int(padded.sum())} row(s)); ids are used as written",
-            row=r + 1,
-            line=_line(file, r),
-        )
-    dup = ids.duplicated(keep="first").to_numpy()
-    if dup.any():
-        r = int(np.flatnonzero(dup)[0])
-        first = int(np.flatnonzero((ids == ids.iloc[r]).to_numpy())[0])
-        raise IngestError(
-            file,
-            "test_case_id_unique",
-            f"test case {ids.iloc[r]!r} appears again (first at data row {first + 1}); {int(dup.sum())} duplicate row(s)",
-            row=r + 1,
-            line=_line(file, r),
-        )
+    _reject_rows(
+        file,
+        (ids != ids.str.strip()).to_numpy(),
+        "test_case_id_trimmed",
+        lambda r, n: f"test_case_id {ids.iloc[r]!r} has leading or trailing white space ({n} row(s)); ids are used as written",
+    )
+    _reject_rows(
+        file,
+        ids.duplicated(keep="first").to_numpy(),
+        "test_case_id_unique",
+        lambda r, n: (
+            f"test case {ids.iloc[r]!r} appears again (first at data row "
+            f"{int(np.flatnonzero((ids == ids.iloc[r]).to_numpy())[0]) + 1}); {n} duplicate row(s)"
+        ),
+    )
     metric = _numeric_metric(log[spec.metric], file, spec.metric)
     try:
         score = spec.scoring.score(metric, source=file)
