@@ -2,6 +2,8 @@
 
 import dagster as dg
 
+from assets.estimators import estimator_comparison, rating_uncertainty
+from assets.judgments import difficulty_judgments
 from assets.matches import match_tables
 from assets.quarantine import quarantine_report
 from assets.ratings import competency_gap_tables, ratings
@@ -9,18 +11,27 @@ from assets.raw import raw_benchmark_logs
 from resources.storage import ObjectStorage
 from resources.warehouse import WarehouseIOManager
 
-from .jobs import ingest_uploads, rate_benchmarks, report_quarantine
+from .jobs import ingest_uploads, rank_judgments, rate_benchmarks, rate_benchmarks_nightly, report_quarantine
 from .schedules import nightly_rerate
-from .sensors import raw_uploads_sensor
+from .sensors import automation_sensor, judgments_sensor, raw_uploads_sensor
 
 
 def build_definitions(storage: ObjectStorage | None = None) -> dg.Definitions:
     """The definitions over a storage root (``AGIELO_STORAGE`` or ``./agielo_data`` by default)."""
     storage = storage or ObjectStorage()
     return dg.Definitions(
-        assets=[raw_benchmark_logs, match_tables, ratings, competency_gap_tables, quarantine_report],
-        jobs=[ingest_uploads, rate_benchmarks, report_quarantine],
-        sensors=[raw_uploads_sensor],
+        assets=[
+            raw_benchmark_logs,
+            match_tables,
+            ratings,
+            competency_gap_tables,
+            quarantine_report,
+            estimator_comparison,
+            rating_uncertainty,
+            difficulty_judgments,
+        ],
+        jobs=[ingest_uploads, rate_benchmarks, rate_benchmarks_nightly, rank_judgments, report_quarantine],
+        sensors=[raw_uploads_sensor, judgments_sensor, automation_sensor],
         schedules=[nightly_rerate],
         resources={"storage": storage, "warehouse_io_manager": WarehouseIOManager(storage=storage)},
         executor=dg.in_process_executor,

@@ -26,3 +26,18 @@ rate_benchmarks = dg.define_asset_job(
 )
 
 report_quarantine = dg.define_asset_job("report_quarantine", selection=dg.AssetSelection.assets("quarantine_report"))
+
+# the nightly re-rating adds the heavier estimators to every per-benchmark output
+NIGHTLY_OUTPUTS = (*BENCHMARK_OUTPUTS, "estimator_comparison", "rating_uncertainty")
+
+rate_benchmarks_nightly = dg.define_asset_job(
+    "rate_benchmarks_nightly",
+    selection=dg.AssetSelection.assets(*NIGHTLY_OUTPUTS),
+    description="Everything rate_benchmarks does, plus estimator comparison and bootstrap uncertainty.",
+)
+
+rank_judgments = dg.define_asset_job(
+    "rank_judgments",
+    selection=dg.AssetSelection.assets("difficulty_judgments"),
+    description="HodgeRank a set of pairwise difficulty judgments.",
+)

@@ -6,7 +6,7 @@ import dagster as dg
 
 from assets.partitions import benchmark_partitions
 
-from .jobs import rate_benchmarks
+from .jobs import rate_benchmarks_nightly
 
 NIGHTLY_CRON = "0 2 * * *"
 
@@ -20,9 +20,9 @@ def nightly_timezone() -> str:
     name="nightly_rerate",
     cron_schedule=NIGHTLY_CRON,
     execution_timezone=nightly_timezone(),
-    job=rate_benchmarks,
+    job=rate_benchmarks_nightly,
     default_status=dg.DefaultScheduleStatus.RUNNING,
-    description="Re-rates every benchmark at 02:00 (AGIELO_TIMEZONE, default UTC).",
+    description="Re-rates every benchmark at 02:00 (AGIELO_TIMEZONE, default UTC), with the heavier estimators.",
 )
 def nightly_rerate(context: dg.ScheduleEvaluationContext):
     benchmarks = context.instance.get_dynamic_partitions(benchmark_partitions.name)

@@ -19,11 +19,13 @@ from dataclasses import dataclass
 import dagster as dg
 import pyarrow.parquet as pq
 
+from agielo_dagster.ingest import IngestError, check_name
+from assets.judgments import judgment_partitions
 from assets.partitions import agent_partitions, benchmark_partitions, upload_key
 from assets.raw import AcceptedUpload, accepted_path, quarantine_path
 from resources.storage import ObjectStorage, StoredFile, is_spec, is_upload, refusals
 
-from .jobs import ingest_uploads, rate_benchmarks
+from .jobs import ingest_uploads, rank_judgments, rate_benchmarks
 
 MAX_UPLOADS_PER_RUN = 500
 RANGE_START_TAG = "dagster/asset_partition_range_start"
@@ -154,3 +156,49 @@ def raw_uploads_sensor(context: dg.SensorEvaluationContext, storage: ObjectStora
     if not plan.run_requests:
         return dg.SensorResult(skip_reason=dg.SkipReason(f"no new or changed uploads among {len(files)} file(s)"), cursor=cursor)
     return dg.SensorResult(run_requests=plan.run_requests, cursor=cursor)
+
+
+@dg.sensor(
+    name="judgments_sensor",
+    jobs=[rank_judgments],
+    minimum_interval_seconds=30,
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    description="Watches <root>/judgments/<set>.csv for new or changed sets of pairwise difficulty judgments.",
+)
+def judgments_sensor(context: dg.SensorEvaluationContext, storage: ObjectStorage) -> dg.SensorResult:
+    seen = json.loads(context.cursor) if context.cursor else {}
+    files = [f for f in storage.list_files("judgments") if not f.name.startswith(".")]
+    changed = []
+    for f in files:
+        if seen.get(f.path) == f.version:
+            continue
+        name = f.path.removeprefix("judgments/").removesuffix(".csv")
+        try:
+            if f.path.count("/") != 1 or not f.path.endswith(".csv"):
+                raise IngestError(f.path, "layout", "judgment sets belong at judgments/<set>.csv")
+            changed.append(check_name(name, "judgment set", f.path))
+        except IngestError as err:
+            context.log.warning(f"refused judgments: {err}")
+    known = set(context.instance.get_dynamic_partitions(judgment_partitions.name))
+    new = [n for n in changed if n not in known]
+    cursor = json.dumps({f.path: f.version for f in files}, sort_keys=True)
+    requests = [
+        dg.RunRequest(run_key=f"{n}:{next(f.version for f in files if f.path == f'judgments/{n}.csv')}", partition_key=n)
+        for n in changed
+    ]
+    return dg.SensorResult(
+        run_requests=requests,
+        dynamic_partitions_requests=[judgment_partitions.build_add_request(new)] if new else [],
+        cursor=cursor,
+    )
+
+
+# Declarative automation only runs while an automation sensor runs; Dagster's implicit one starts
+# stopped. This one re-rates benchmarks as their uploads change, from the moment the daemon starts.
+automation_sensor = dg.AutomationConditionSensorDefinition(
+    "agielo_automation",
+    target=dg.AssetSelection.all(),
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    minimum_interval_seconds=15,
+    description="Evaluates the assets' automation conditions: re-rates a benchmark when one of its uploads changed.",
+)

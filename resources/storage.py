@@ -144,8 +144,13 @@ class ObjectStorage(dg.ConfigurableResource):
     @_reachable
     def list_raw(self) -> list[StoredFile]:
         """Every file under ``raw/`` at any depth, sorted by path (classify with :func:`classify`)."""
+        return self.list_files("raw")
+
+    @_reachable
+    def list_files(self, folder: str) -> list[StoredFile]:
+        """Every file under ``folder`` at any depth, with its version, sorted by path."""
         fs = self.filesystem()
-        top = self.full_path("raw")
+        top = self.full_path(folder)
         if not fs.exists(top):
             return []
         found = []

@@ -28,3 +28,16 @@ def s3_server(tmp_path_factory):
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+
+
+@pytest.fixture(scope="session")
+def demo_digits():
+    """The embedded demo's real digits benchmark (20 scikit-learn classifiers), as a match table."""
+    import pandas as pd
+
+    from agielo_dagster.demo import demo_logs
+
+    logs = demo_logs("digits")
+    return pd.concat(
+        [log.assign(agent_id=agent, metric=log["p_true"], score=log["p_true"]) for agent, log in logs.items()], ignore_index=True
+    )[["test_case_id", "agent_id", "metric", "score"]]

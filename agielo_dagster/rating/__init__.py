@@ -5,6 +5,7 @@
 >>> competency_gaps(result.test_cases, result.agents)  # doctest: +SKIP
 """
 
+from .estimators import HodgeRankResult, bootstrap, hodge_rank, pairwise_wins, plackett_luce, rasch, robustness
 from .frames import MatchTableError
 from .glicko import (
     DEFAULT_SNAPSHOT_FRACTIONS,
@@ -38,7 +39,14 @@ from .scoring import (
 from .simulate import simulate_matches
 
 __all__ = [
+    "robustness",
+    "rasch",
+    "plackett_luce",
+    "pairwise_wins",
+    "hodge_rank",
+    "bootstrap",
     "DEFAULT_SNAPSHOT_FRACTIONS",
+    "HodgeRankResult",
     "DEFAULT_TEST_CASE_SNAPSHOT_FRACTIONS",
     "SCORING_NAMES",
     "MatchTableError",

@@ -6,12 +6,12 @@ import sys
 
 import pytest
 
-from agielo_dagster.jobs import BENCHMARK_OUTPUTS
+from agielo_dagster.jobs import NIGHTLY_OUTPUTS
 
 from ..devserver import REPO, DagsterDev
 from .conftest import write_benchmark
 
-ASSETS = {"raw_benchmark_logs", *BENCHMARK_OUTPUTS, "quarantine_report"}
+ASSETS = {"raw_benchmark_logs", *NIGHTLY_OUTPUTS, "quarantine_report", "difficulty_judgments"}
 
 
 @pytest.fixture(scope="module")
@@ -82,10 +82,37 @@ def test_sensor_and_schedule_are_running(dev_server):
     )
     repo = data["data"]["repositoriesOrError"]["nodes"][0]
     sensors = {s["name"]: s["sensorState"]["status"] for s in repo["sensors"]}
-    assert sensors["raw_uploads_sensor"] == "RUNNING"
+    # declarative automation needs a running automation sensor: Dagster's implicit one starts stopped
+    assert sensors == {"raw_uploads_sensor": "RUNNING", "judgments_sensor": "RUNNING", "agielo_automation": "RUNNING"}
     (schedule,) = repo["schedules"]
     assert (schedule["name"], schedule["cronSchedule"], schedule["scheduleState"]["status"]) == (
         "nightly_rerate",
         "0 2 * * *",
         "RUNNING",
     )
+
+
+def test_the_daemon_rates_a_new_upload_end_to_end(dev_server):
+    """No in-process stand-in: dagster dev's own daemon runs the sensor, the runs and the automation."""
+    import time
+    from pathlib import Path
+
+    import pandas as pd
+
+    root = Path(dev_server.env["AGIELO_STORAGE"])
+    log = pd.read_csv(root / "raw/quiz/agent_2.csv").assign(correct=1)
+    log.to_csv(root / "raw/quiz/.newcomer.csv.part", index=False)
+    (root / "raw/quiz/.newcomer.csv.part").rename(root / "raw/quiz/newcomer.csv")  # an atomic upload
+    gaps = root / "warehouse/competency_gap_tables/quiz.parquet"
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline:
+        if "newcomer" in set(pd.read_parquet(gaps)["agent_id"]):
+            break
+        time.sleep(3)
+    else:
+        raise AssertionError(
+            f"the daemon did not rate the new upload in time; log tail:\n{dev_server.log_path.read_text()[-3000:]}"
+        )
+    table = pd.read_parquet(gaps)
+    assert table.iloc[0]["agent_id"] == "newcomer"  # it solved every test case
+    assert table.loc[table["agent_id"] == "newcomer", "source_path"].item() == "raw/quiz/newcomer.csv"

@@ -166,7 +166,7 @@ def test_nightly_schedule_requests_every_benchmark(daemon, root, monkeypatch):
     )
     requests = nightly_rerate.evaluate_tick(context).run_requests
     assert sorted(r.partition_key for r in requests) == ["quiz", "vision"]
-    assert {r.job_name for r in requests} <= {None, "rate_benchmarks"}
+    assert {r.job_name for r in requests} <= {None, "rate_benchmarks_nightly"}
     assert all(r.run_key.startswith("2026-11-22:") for r in requests)
     # the schedule's run re-rates with the same inputs and seed: byte-identical outputs
     before = output_bytes(root, "quiz")

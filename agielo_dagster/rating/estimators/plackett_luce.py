@@ -1,0 +1,122 @@
+"""Plackett-Luce aggregation of sample-level results, as in ONEBench.
+
+Per test case the agents measured on it are ordered by their metric. The ordering is broken
+into pairwise comparisons: a higher metric wins, and equal metrics tie, counting half a win to
+each. The pairwise win matrix gives the maximum-likelihood Bradley-Terry (pairwise
+Plackett-Luce) strengths. Agents may be missing from any subset of test cases; only agents
+measured on the same test case are compared.
+"""
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..frames import MatchTableError, encode_matches, to_flavour
+from ._scale import LOGIT_TO_ELO
+
+
+def pairwise_wins(matches: Any, *, by: str = "metric") -> tuple[np.ndarray, np.ndarray]:
+    """The win matrix ``W[i, j]`` (times agent i beat agent j; a tie adds ½ to both) and the agent ids.
+
+    ``by="metric"`` compares raw metrics (as ONEBench); ``by="score"`` compares scores, which
+    respects lower-is-better metrics.
+    """
+    m = encode_matches(matches)
+    values = m.metric if by == "metric" else m.score
+    n_t, n_a = len(m.test_case_ids), len(m.agent_ids)
+    table = np.full((n_t, n_a), np.nan)
+    table[m.test_case, m.agent] = values  # a repeated (agent, test case) keeps its last value
+    present = ~np.isnan(table)
+    wins = np.zeros((n_a, n_a))
+    for i in range(n_a):
+        rows = present[:, i]
+        mine = table[rows, i][:, None]
+        theirs = table[rows]
+        both = present[rows]
+        wins[i] = ((mine > theirs) & both).sum(axis=0) + 0.5 * ((mine == theirs) & both).sum(axis=0)
+    np.fill_diagonal(wins, 0.0)
+    return wins, m.agent_ids
+
+
+def bradley_terry_mle(wins: np.ndarray, *, alpha: float = 0.0, tol: float = 1e-12, max_iter: int = 200) -> np.ndarray:
+    """Maximum-likelihood log-strengths (mean 0) of a pairwise win matrix, by Newton's method.
+
+    ``alpha`` adds ``alpha`` pseudo-wins each way between every pair (a symmetric prior that keeps
+    the estimate finite for agents that never lose or never win).
+    """
+    w = np.asarray(wins, dtype=np.float64) + alpha * (1.0 - np.eye(len(wins)))
+    n = w + w.T
+    _check_connected(w)
+    theta = np.zeros(len(w))
+    total_wins = w.sum(axis=1)
+    for _ in range(max_iter):
+        p = 1.0 / (1.0 + np.exp(theta[None, :] - theta[:, None]))  # p[i, j] = P(i beats j)
+        grad = total_wins - (n * p).sum(axis=1)
+        hess = n * p * p.T
+        np.fill_diagonal(hess, 0.0)
+        hess[np.diag_indices_from(hess)] = -hess.sum(axis=1)
+        # the likelihood is invariant to a common shift: solve on the first n-1 coordinates
+        step = np.zeros_like(theta)
+        step[1:] = np.linalg.solve(hess[1:, 1:], -grad[1:])
+        theta = theta + step
+        if np.abs(step).max() < tol:
+            break
+    return theta - theta.mean()
+
+
+def _check_connected(w: np.ndarray) -> None:
+    """A finite MLE needs every agent to beat and be beaten along some chain (strong connectivity)."""
+    from scipy.sparse.csgraph import connected_components
+
+    n_components, _ = connected_components((w > 0).astype(np.int8), directed=True, connection="strong")
+    if n_components > 1:
+        raise MatchTableError(
+            "the comparison graph is not strongly connected (some agent never loses or never wins against the rest), "
+            "so its Plackett-Luce score is infinite; use alpha > 0 (rule: comparisons_connected)",
+            rule="comparisons_connected",
+        )
+
+
+def plackett_luce(
+    matches: Any,
+    *,
+    alpha: float = 0.0,
+    by: str = "metric",
+    reference_agent: str | None = None,
+    reference_rating: float = 1500.0,
+) -> Any:
+    """Agent scores from sample-level results, on the Elo scale.
+
+    Parameters
+    ----------
+    matches : DataFrame
+        ``test_case_id, agent_id, metric, score`` (incomplete coverage allowed).
+    alpha : float
+        L2-like regularization: pseudo-wins each way between every pair (0 = plain MLE).
+    by : {"metric", "score"}
+        What orders the agents on a test case.
+    reference_agent, reference_rating : str, float
+        Place ``reference_agent`` at ``reference_rating`` (default: the mean agent at it).
+
+    Returns
+    -------
+    DataFrame
+        ``agent_id, rating, strength`` (log-strength θ, mean 0; rating = 400·log10(e^θ) + shift),
+        ``comparisons`` (pairwise comparisons the agent took part in), best first.
+    """
+    from ..frames import flavour_of
+
+    wins, agent_ids = pairwise_wins(matches, by=by)
+    theta = bradley_terry_mle(wins, alpha=alpha)
+    rating = theta * LOGIT_TO_ELO
+    if reference_agent is None:
+        rating = rating - rating.mean() + reference_rating
+    else:
+        where = np.flatnonzero(agent_ids == str(reference_agent))
+        if len(where) == 0:
+            raise MatchTableError(f"reference agent {reference_agent!r} is not in the match table", rule="reference_known")
+        rating = rating - rating[where[0]] + reference_rating
+    out = pd.DataFrame({"agent_id": agent_ids, "rating": rating, "strength": theta, "comparisons": (wins + wins.T).sum(axis=1)})
+    out = out.sort_values(["rating", "agent_id"], ascending=[False, True], kind="stable")
+    return to_flavour(out, flavour_of(matches))

@@ -1,0 +1,114 @@
+"""Nightly per-benchmark estimators: how AGI-Elo compares with other methods, and how sure it is."""
+
+import itertools
+
+import dagster as dg
+import numpy as np
+import pandas as pd
+from scipy.stats import kendalltau, spearmanr
+
+from agielo_dagster.lineage import CODE_VERSION
+from agielo_dagster.rating import bootstrap, plackett_luce, rasch, rate
+
+from .automation import STORAGE_RETRY
+from .partitions import benchmark_partitions
+
+ENGINE_COLUMNS = ["test_case_id", "agent_id", "metric", "score"]
+
+
+class UncertaintyConfig(dg.Config):
+    resamples: int = 200
+    shuffles: int = 8
+    seed: int = 42
+
+
+def _nightly(description: str) -> dict:
+    return dict(
+        partitions_def=benchmark_partitions,
+        io_manager_key="warehouse_io_manager",
+        group_name="estimators",
+        code_version=CODE_VERSION,
+        retry_policy=STORAGE_RETRY,
+        kinds={"pandas", "parquet"},
+        description=description,
+    )
+
+
+@dg.asset(
+    ins={
+        "match_tables": dg.AssetIn(metadata={"columns": ENGINE_COLUMNS}),
+        "agent_ratings": dg.AssetIn(metadata={"columns": ["agent_id", "mu"]}),
+    },
+    **_nightly(
+        "AGI-Elo against Plackett-Luce (ONEBench), Rasch (1PL IRT) and the mean metric: Kendall τ, Spearman ρ "
+        "and top-k agreement of the agent rankings, per pair of methods. Materialized nightly."
+    ),
+)
+def estimator_comparison(
+    context: dg.AssetExecutionContext, match_tables: pd.DataFrame, agent_ratings: pd.DataFrame
+) -> pd.DataFrame:
+    ratings = pd.DataFrame({"agielo": agent_ratings.set_index("agent_id")["mu"]})
+    ratings["plackett_luce"] = plackett_luce(match_tables, alpha=0.1).set_index("agent_id")["rating"]
+    ratings["rasch"] = rasch(match_tables)[0].set_index("agent_id")["rating"]
+    ratings["mean_metric"] = match_tables.groupby("agent_id", observed=True)["score"].mean()
+    k = min(5, len(ratings))
+    rows = []
+    for a, b in itertools.combinations(ratings.columns, 2):
+        top_a, top_b = set(ratings[a].nlargest(k).index), set(ratings[b].nlargest(k).index)
+        rows.append(
+            {
+                "method_a": a,
+                "method_b": b,
+                "kendall_tau": float(kendalltau(ratings[a], ratings[b])[0]),
+                "spearman": float(spearmanr(ratings[a], ratings[b])[0]),
+                "top_k": k,
+                "top_k_agreement": len(top_a & top_b) / k,
+            }
+        )
+    table = pd.DataFrame(rows)
+    ranks = ratings.rank(ascending=False).astype(int).sort_values("agielo")
+    context.add_output_metadata(
+        {
+            "agreement": dg.MetadataValue.md(table.to_markdown(index=False, floatfmt=".3f")),
+            "ranks_by_method": dg.MetadataValue.md(ranks.to_markdown()),
+            "min_kendall_tau": float(table["kendall_tau"].min()),
+        }
+    )
+    return table
+
+
+@dg.asset(
+    ins={"match_tables": dg.AssetIn(metadata={"columns": ENGINE_COLUMNS})},
+    **_nightly(
+        "Bootstrap confidence intervals (resampling test cases) of agent ratings, competency gaps and "
+        "Plackett-Luce ratings, and the spread of AGI-Elo ratings across match orders. Materialized nightly."
+    ),
+)
+def rating_uncertainty(context: dg.AssetExecutionContext, config: UncertaintyConfig, match_tables: pd.DataFrame) -> pd.DataFrame:
+    table = bootstrap(match_tables, n_resamples=config.resamples, seed=config.seed)
+    orders = rate(match_tables, seed=config.seed, shuffles=config.shuffles, with_reliability=False).agents
+    spread = pd.DataFrame(
+        {
+            "agent_id": orders["agent_id"],
+            "quantity": "rating_across_orders",
+            "estimate": orders["mu"],
+            "low": orders["mu"] - 1.96 * orders["mu_order_sd"],
+            "high": orders["mu"] + 1.96 * orders["mu_order_sd"],
+            "sd": orders["mu_order_sd"],
+        }
+    )
+    table = pd.concat([table, spread], ignore_index=True)
+    ratings = table[table["quantity"] == "rating"].sort_values("estimate", ascending=False)
+    context.add_output_metadata(
+        {
+            "resamples": config.resamples,
+            "shuffles": config.shuffles,
+            "seed": config.seed,
+            "rating_intervals": dg.MetadataValue.md(
+                ratings[["agent_id", "estimate", "low", "high"]].head(10).to_markdown(index=False, floatfmt=".1f")
+            ),
+            "median_rating_ci_width": float(np.median(ratings["high"] - ratings["low"])),
+            "median_order_sd": float(np.median(orders["mu_order_sd"])),
+        }
+    )
+    return table

@@ -1,0 +1,56 @@
+"""difficulty_judgments: HodgeRank difficulties from pairwise human judgments (as in TADDL-V).
+
+Drop ``<root>/judgments/<set>.csv`` with rows ``item_a, item_b, winner`` (``a`` when item_a is
+the harder one, ``b``, or ``tie``), or a numeric ``margin`` instead of ``winner``; optional
+``weight`` and ``rater`` columns. One partition per judgment set.
+"""
+
+import dagster as dg
+import pandas as pd
+
+from agielo_dagster.ingest import IngestError, check_name, read_log
+from agielo_dagster.lineage import CODE_VERSION
+from agielo_dagster.rating import MatchTableError, hodge_rank
+from resources.storage import ObjectStorage
+
+from .automation import STORAGE_RETRY
+
+judgment_partitions = dg.DynamicPartitionsDefinition(name="judgment_sets")
+
+
+def judgment_path(name: str) -> str:
+    return f"judgments/{name}.csv"
+
+
+@dg.asset(
+    partitions_def=judgment_partitions,
+    io_manager_key="warehouse_io_manager",
+    group_name="judgments",
+    code_version=CODE_VERSION,
+    retry_policy=STORAGE_RETRY,
+    kinds={"pandas", "parquet"},
+    description="HodgeRank difficulty of every judged item: item, score (higher is harder), judgments, component; "
+    "with the share of inconsistent (cyclic) flow and the alignment rate in the metadata.",
+)
+def difficulty_judgments(context: dg.AssetExecutionContext, storage: ObjectStorage) -> pd.DataFrame:
+    name = check_name(context.partition_key, "judgment set", judgment_path(context.partition_key))
+    path = judgment_path(name)
+    data, version = storage.read_versioned(path, limit=storage.max_upload_bytes)
+    try:
+        frame = read_log(data, path, max_bytes=storage.max_upload_bytes)
+        result = hodge_rank(frame)
+    except (IngestError, MatchTableError) as err:
+        raise dg.Failure(f"{path}: {err}", metadata={"file": path, "version": version}, allow_retries=False) from None
+    scores = result.scores
+    context.add_output_metadata(
+        {
+            "file": dg.MetadataValue.path(storage.uri(path)),
+            "version": version,
+            "judgments": len(frame),
+            "items": len(scores),
+            "inconsistency": result.inconsistency,
+            "alignment": result.alignment,
+            "hardest_items": dg.MetadataValue.md(scores.head(10).to_markdown(index=False, floatfmt=".3f")),
+        }
+    )
+    return scores

@@ -1,0 +1,85 @@
+"""Nightly estimator assets and HodgeRank on dropped judgment files."""
+
+import dagster as dg
+import pandas as pd
+
+from agielo_dagster.sensors import judgments_sensor
+
+from .conftest import QUIET, write_benchmark
+
+
+def test_nightly_job_compares_estimators_and_bounds_uncertainty(daemon, root):
+    write_benchmark(root, "quiz", [1200, 1450, 1700, 1950], test_cases=150)
+    requested = daemon.settle()
+    assert "estimator_comparison" not in requested and "rating_uncertainty" not in requested  # not incremental
+    config = {**QUIET, "ops": {"rating_uncertainty": {"config": {"resamples": 40, "shuffles": 3}}}}
+    job = daemon.defs.resolve_job_def("rate_benchmarks_nightly")
+    result = job.execute_in_process(run_config=config, instance=daemon.instance, partition_key="quiz")
+    assert result.success
+    comparison = pd.read_parquet(root / "warehouse/estimator_comparison/quiz.parquet")
+    assert len(comparison) == 6  # 4 methods, every pair
+    assert (comparison["kendall_tau"] > 0.6).all() and (comparison["top_k_agreement"] == 1.0).all()
+    uncertainty = pd.read_parquet(root / "warehouse/rating_uncertainty/quiz.parquet")
+    assert set(uncertainty["quantity"]) == {"rating", "gap_50", "gap_90", "gap_99", "plackett_luce", "rating_across_orders"}
+    ratings = uncertainty[uncertainty["quantity"] == "rating"].set_index("agent_id")
+    assert (ratings["low"] < ratings["high"]).all()
+    assert ratings.loc["agent_3", "low"] > ratings.loc["agent_0", "high"]  # 750 points apart: clearly separated
+    materialization = result.asset_materializations_for_node("rating_uncertainty")[0]
+    assert materialization.metadata["resamples"].value == 40
+
+
+def _judgment_tick(daemon, cursor=None):
+    context = dg.build_sensor_context(
+        instance=daemon.instance, cursor=cursor, resources={"storage": daemon.storage}, definitions=daemon.defs
+    )
+    result = judgments_sensor(context)
+    for request in result.dynamic_partitions_requests or []:
+        daemon.instance.add_dynamic_partitions(request.partitions_def_name, list(request.partition_keys))
+    runs = [
+        daemon.defs.resolve_job_def("rank_judgments").execute_in_process(
+            run_config=QUIET, instance=daemon.instance, partition_key=r.partition_key, raise_on_error=False
+        )
+        for r in result.run_requests
+    ]
+    return result, runs
+
+
+def test_dropped_judgments_are_ranked_with_hodge_rank(daemon, root):
+    folder = root / "judgments"
+    folder.mkdir(parents=True)
+    pd.DataFrame(
+        {
+            "item_a": ["t1", "t2", "t1", "t3"],
+            "item_b": ["t2", "t3", "t3", "t4"],
+            "winner": ["a", "a", "a", "tie"],
+            "rater": ["r1", "r1", "r2", "r2"],
+        }
+    ).to_csv(folder / "study.csv", index=False)
+    pd.DataFrame({"item_a": ["x", "y", "z"], "item_b": ["y", "z", "x"], "winner": ["a", "a", "a"]}).to_csv(
+        folder / "cyclic.csv", index=False
+    )
+    (folder / "bad name!.csv").write_text("item_a,item_b,winner\nx,y,a\n")
+    result, runs = _judgment_tick(daemon)
+    assert sorted(r.partition_key for r in result.run_requests) == ["cyclic", "study"]
+    assert all(run.success for run in runs)
+    scores = pd.read_parquet(root / "warehouse/difficulty_judgments/study.parquet")
+    assert list(scores["item"])[0] == "t1" and set(scores["item"]) == {"t1", "t2", "t3", "t4"}
+    cyclic = next(run for run in runs if run.dagster_run.tags.get("dagster/partition") == "cyclic")
+    assert cyclic.asset_materializations_for_node("difficulty_judgments")[0].metadata["inconsistency"].value == 1.0
+    # nothing changed: nothing requested; a changed set is ranked again
+    again, _ = _judgment_tick(daemon, result.cursor)
+    assert not again.run_requests
+    (folder / "study.csv").write_text("item_a,item_b,winner\nt4,t1,a\n")
+    changed, runs = _judgment_tick(daemon, again.cursor)
+    assert [r.partition_key for r in changed.run_requests] == ["study"] and runs[0].success
+
+
+def test_a_malformed_judgment_set_fails_with_a_clear_error(daemon, root):
+    folder = root / "judgments"
+    folder.mkdir(parents=True)
+    (folder / "broken.csv").write_text("item_a,item_b,winner\nx,y,maybe\n")
+    _, (run,) = _judgment_tick(daemon)
+    assert not run.success
+    failure = next(e for e in run.all_events if e.is_step_failure)
+    message = failure.step_failure_data.error.message
+    assert "judgments/broken.csv" in message and "winner_known" in message
