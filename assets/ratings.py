@@ -3,13 +3,16 @@
 import dagster as dg
 import pandas as pd
 
+from agielo_dagster import figures as figs
 from agielo_dagster.lineage import CODE_VERSION, inputs_digest
-from agielo_dagster.rating import competency_gaps, rate
+from agielo_dagster.rating import binned_calibration, competency_gaps, rate
+from agielo_dagster.report import png_data_uri, render_report
 from resources.storage import ObjectStorage
 
 from .automation import ON_UPSTREAM_CHANGE, STORAGE_RETRY, warehouse_out
 from .matches import load_benchmark_spec
 from .partitions import benchmark_partitions
+from .raw import read_accepted
 
 
 class RatingConfig(dg.Config):
@@ -76,9 +79,12 @@ def ratings(context: dg.AssetExecutionContext, config: RatingConfig, match_table
     retry_policy=STORAGE_RETRY,
     partitions_def=benchmark_partitions,
     ins={
-        "test_case_ratings": dg.AssetIn(metadata={"columns": ["test_case_id", "mu"]}),
+        "test_case_ratings": dg.AssetIn(),
         "agent_ratings": dg.AssetIn(metadata={"columns": ["agent_id", "mu"]}),
         "input_manifests": dg.AssetIn(),
+        "reliability_reports": dg.AssetIn(),
+        "rating_snapshots": dg.AssetIn(),
+        "match_tables": dg.AssetIn(metadata={"columns": ["test_case_id", "agent_id", "metric", "score"]}),
     },
     automation_condition=ON_UPSTREAM_CHANGE,
     io_manager_key="warehouse_io_manager",
@@ -86,7 +92,8 @@ def ratings(context: dg.AssetExecutionContext, config: RatingConfig, match_table
     code_version=CODE_VERSION,
     kinds={"pandas", "parquet"},
     description="Each agent's gap to an oracle that solves every test case (50/90/99% confidence), the share of "
-    "test cases it beats, and the lineage of the row: its upload, the benchmark's inputs and the code version.",
+    "test cases it beats, and the lineage of the row: its upload, the benchmark's inputs and the code version. "
+    "Renders the benchmark's figures and its HTML report (warehouse/figures/, warehouse/reports/).",
 )
 def competency_gap_tables(
     context: dg.AssetExecutionContext,
@@ -94,21 +101,72 @@ def competency_gap_tables(
     test_case_ratings: pd.DataFrame,
     agent_ratings: pd.DataFrame,
     input_manifests: pd.DataFrame,
+    reliability_reports: pd.DataFrame,
+    rating_snapshots: pd.DataFrame,
+    match_tables: pd.DataFrame,
 ) -> pd.DataFrame:
-    spec = load_benchmark_spec(storage, context.partition_key)
+    benchmark = context.partition_key
+    spec = load_benchmark_spec(storage, benchmark)
     gaps = competency_gaps(test_case_ratings, agent_ratings, scoring=spec.scoring)
     sources = input_manifests[["agent_id", "source_path", "source_version"]]
     digest = inputs_digest(input_manifests[["source_path", "source_version"]].itertuples(index=False))
     gaps = gaps.merge(sources, on="agent_id", how="left", validate="one_to_one")
     gaps["inputs_digest"] = digest
     gaps["code_version"] = CODE_VERSION
+    hardest = hardest_test_cases(storage, benchmark, test_case_ratings, input_manifests)
+    drawn = {
+        "rating_distribution": figs.rating_distribution(
+            test_case_ratings, agent_ratings, title=f"{benchmark}: difficulty and competency"
+        ),
+        "reliability_curves": figs.reliability_curves(reliability_reports, title=f"{benchmark}: reliability"),
+        "agent_trajectories": figs.agent_trajectories(rating_snapshots, title=f"{benchmark}: agent ratings"),
+        "calibration": figs.calibration(
+            binned_calibration(match_tables, test_case_ratings, agent_ratings), title=f"{benchmark}: calibration"
+        ),
+        "competency_gap": figs.competency_gap(gaps, title=f"{benchmark}: competency gap"),
+    }
+    figures = {name: figs.to_png(fig) for name, fig in drawn.items()}
+    for name, png in figures.items():
+        storage.write_bytes(f"warehouse/figures/{benchmark}/{name}.png", png)
+    report = render_report(
+        benchmark, figures, gaps, hardest, reliability_reports, input_manifests, CODE_VERSION, digest, spec.description
+    )
+    report_path = f"warehouse/reports/{benchmark}.html"
+    storage.write_bytes(report_path, report.encode())
     top = gaps.head(10)[["agent_id", "rating", "gap_50", "gap_90", "gap_99", "pct_beaten_50"]]
     context.add_output_metadata(
         {
             "top_agents_with_gaps": dg.MetadataValue.md(top.to_markdown(index=False, floatfmt=".1f")),
+            "hardest_test_cases": dg.MetadataValue.md(hardest.to_markdown(index=False, floatfmt=".1f")),
             "hardest_test_case_rating": float(gaps["hardest_test_case_rating"].iloc[0]),
             "inputs_digest": digest,
             "code_version": CODE_VERSION,
+            "report": dg.MetadataValue.path(storage.uri(report_path)),
+            **{f"figure_{name}": dg.MetadataValue.md(f"![{name}]({png_data_uri(png)})") for name, png in figures.items()},
         }
     )
     return gaps
+
+
+def hardest_test_cases(
+    storage: ObjectStorage, benchmark: str, test_cases: pd.DataFrame, manifest: pd.DataFrame, n: int = 10
+) -> pd.DataFrame:
+    """The n hardest test cases with their metadata columns (a value that differs between uploads shows as 'varies')."""
+    hardest = test_cases.nlargest(n, "mu")[["test_case_id", "mu", "sigma", "mean_metric"]].rename(columns={"mu": "rating"})
+    values: dict[str, dict[str, set]] = {}
+    for agent in manifest["agent_id"]:
+        _, table = read_accepted(storage, benchmark, agent)
+        meta = [c for c in table.column_names if c.startswith("meta.")]
+        if not meta:
+            continue
+        frame = table.select(["test_case_id", *meta]).to_pandas()
+        frame = frame[frame["test_case_id"].isin(hardest["test_case_id"])]
+        for row in frame.itertuples(index=False):
+            for column, value in zip(meta, row[1:], strict=True):
+                values.setdefault(column.removeprefix("meta."), {}).setdefault(row[0], set()).add(str(value))
+    for column, by_case in values.items():
+        hardest[column] = [
+            (next(iter(by_case[t])) if len(by_case.get(t, ())) == 1 else ("varies" if by_case.get(t) else ""))
+            for t in hardest["test_case_id"]
+        ]
+    return hardest.reset_index(drop=True)

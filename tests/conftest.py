@@ -41,3 +41,25 @@ def demo_digits():
     return pd.concat(
         [log.assign(agent_id=agent, metric=log["p_true"], score=log["p_true"]) for agent, log in logs.items()], ignore_index=True
     )[["test_case_id", "agent_id", "metric", "score"]]
+
+
+@pytest.fixture(scope="session")
+def demo_run(tmp_path_factory):
+    """`agielo demo` run once, as a user would: a subprocess on a fresh storage root and DAGSTER_HOME."""
+    import os
+    import subprocess
+    import sys
+
+    base = tmp_path_factory.mktemp("demo")
+    home, root = base / "home", base / "storage"
+    home.mkdir()
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    out = subprocess.run(
+        [sys.executable, "-m", "agielo_dagster.cli", "demo", "--storage", str(root)],
+        cwd=Path(__file__).resolve().parents[1],
+        env={**os.environ, "DAGSTER_HOME": str(home)},
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    return {"root": root, "home": home, "out": out}

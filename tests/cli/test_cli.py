@@ -46,16 +46,20 @@ def test_run_reports_rejections_and_is_idempotent(tmp_path, home):
         assert {r.job_name for r in instance.get_runs()} == {"ingest_uploads", "rate_benchmarks", "report_quarantine"}
 
 
-def test_demo_uses_real_scikit_learn_results(tmp_path, home):
-    root = tmp_path / "storage"
-    out = agielo("demo", "--storage", str(root), home=home, timeout=600)
+def test_demo_uses_real_scikit_learn_results(demo_run):
+    out, root = demo_run["out"], demo_run["root"]
     assert out.returncode == 0, out.stdout + out.stderr
     assert "ingested 33 upload(s); rated 2 benchmark(s)" in out.stdout
     digits = pd.read_parquet(root / "warehouse/match_tables/digits.parquet")
     assert digits["agent_id"].nunique() == 20 and digits["test_case_id"].nunique() == 1797
+    assert digits["metric"].between(0, 1).all() and digits["metric"].nunique() > 1000  # graded p_true
     gaps = pd.read_parquet(root / "warehouse/competency_gap_tables/digits.parquet")
     # real models: the 1-nearest-neighbour classifier beats a depth-2 decision tree on handwritten digits
     ranked = list(gaps["agent_id"])
     assert ranked.index("knn_1") < ranked.index("decision_stump_depth_2")
     cancer = pd.read_parquet(root / "warehouse/match_tables/breast_cancer.parquet")
-    assert cancer["metric"].between(0, 1).all() and cancer["metric"].nunique() > 100  # graded p_true
+    assert cancer["agent_id"].nunique() == 13 and cancer["metric"].nunique() > 100
+    # figures and the report are written next to the tables
+    for benchmark in ("digits", "breast_cancer"):
+        assert (root / f"warehouse/reports/{benchmark}.html").stat().st_size > 10_000
+        assert len(list((root / f"warehouse/figures/{benchmark}").glob("*.png"))) == 5

@@ -49,6 +49,9 @@ def test_asset_graph(dev_server):
         "test_case_ratings",
         "agent_ratings",
         "input_manifests",
+        "reliability_reports",
+        "rating_snapshots",
+        "match_tables",  # figures: snapshots, reliability and the binned calibration
     }
     assert nodes["raw_benchmark_logs"]["groupName"] == "ingest" and nodes["agent_ratings"]["groupName"] == "ratings"
     assert nodes["raw_benchmark_logs"]["isPartitioned"] and not nodes["quarantine_report"]["isPartitioned"]

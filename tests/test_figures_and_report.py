@@ -1,0 +1,122 @@
+"""The figures and the static report, without the UI."""
+
+import re
+from html.parser import HTMLParser
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from agielo_dagster import figures
+from agielo_dagster.rating import binned_calibration, competency_gaps, rate, simulate_matches
+from agielo_dagster.report import render_report
+
+
+@pytest.fixture(scope="module")
+def rated():
+    rng = np.random.default_rng(0)
+    matches = simulate_matches(rng.normal(1500, 300, 400), [1250, 1500, 1750, 2000], seed=1)
+    result = rate(matches)
+    gaps = competency_gaps(result.test_cases, result.agents)
+    return matches, result, gaps
+
+
+def labels(fig):
+    return [(ax.get_xlabel(), ax.get_ylabel()) for ax in fig.axes]
+
+
+def test_every_figure_is_drawn_with_labelled_axes(rated):
+    matches, result, gaps = rated
+    drawn = {
+        "rating_distribution": figures.rating_distribution(result.test_cases, result.agents),
+        "reliability_curves": figures.reliability_curves(result.reliability),
+        "agent_trajectories": figures.agent_trajectories(result.snapshots),
+        "calibration": figures.calibration(binned_calibration(matches, result.test_cases, result.agents)),
+        "competency_gap": figures.competency_gap(gaps),
+    }
+    assert set(drawn) == set(figures.FIGURES)
+    for name, fig in drawn.items():
+        assert labels(fig)[0][0], f"{name} has no x label"
+        for _, y in labels(fig):
+            assert y, f"{name} has an axis without a y label"
+        png = figures.to_png(fig)
+        assert png.startswith(b"\x89PNG") and len(png) > 5_000
+    # the percentile curve shares the histogram's x axis
+    assert labels(drawn["rating_distribution"]) == [("rating (Elo scale)", "test cases"), ("", "percentile of test cases (%)")]
+    assert labels(drawn["reliability_curves"]) == [
+        ("share of matches (%)", "Spearman ρ"),
+        ("share of matches (%)", "predicted vs empirical error"),
+    ]
+    # one vertical line per agent, labelled with its share of test cases beaten
+    texts = [t.get_text() for t in drawn["rating_distribution"].axes[0].texts]
+    for row in gaps.itertuples():
+        assert any(t.strip().startswith(f"{row.agent_id} {row.pct_beaten_50:.1f}%") for t in texts)
+    # the gap figure draws the oracles at their ratings
+    lines = {line.get_label(): line.get_xdata()[0] for line in drawn["competency_gap"].axes[0].get_lines()}
+    assert any(
+        label.startswith("oracle @99%") and x == pytest.approx(gaps["oracle_rating_99"].iloc[0]) for label, x in lines.items()
+    )
+
+
+def test_the_same_figure_gives_the_same_bytes(rated):
+    _, result, gaps = rated
+    assert figures.to_png(figures.competency_gap(gaps)) == figures.to_png(figures.competency_gap(gaps))
+
+
+class Tables(HTMLParser):
+    """Cells of every <table>, and the text of elements with an id."""
+
+    def __init__(self):
+        super().__init__()
+        self.tables, self.ids, self._cell, self._id = [], {}, None, None
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "table":
+            self.tables.append([])
+        elif tag == "tr" and self.tables:
+            self.tables[-1].append([])
+        elif tag in ("td", "th"):
+            self._cell = ""
+        if "id" in attrs:
+            self._id = attrs["id"]
+            self.ids[self._id] = ""
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th") and self.tables:
+            self.tables[-1][-1].append(self._cell.strip())
+            self._cell = None
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell += data
+        if self._id is not None:
+            self.ids[self._id] += data
+            self._id = None
+
+
+def test_report_numbers_equal_the_tables(rated):
+    matches, result, gaps = rated
+    hardest = result.test_cases.nlargest(5, "mu")[["test_case_id", "mu"]].rename(columns={"mu": "rating"})
+    inputs = pd.DataFrame({"agent_id": ["agent_0"], "source_path": ["raw/q/agent_0.csv"], "source_version": ["sha256:abc"]})
+    png = figures.to_png(figures.competency_gap(gaps))
+    html = render_report(
+        "quiz", {"competency_gap": png}, gaps, hardest, result.reliability, inputs, "0.1.0+test", "sha256:digest"
+    )
+    parsed = Tables()
+    parsed.feed(html)
+    header, *rows = parsed.tables[0]
+    assert header[:2] == ["agent_id", "rating"] and len(rows) == len(gaps)
+    for row, expected in zip(rows, gaps.itertuples(), strict=True):
+        assert row[0] == expected.agent_id
+        assert float(row[1]) == pytest.approx(expected.rating, abs=0.05)
+        assert float(row[header.index("gap_99")]) == pytest.approx(expected.gap_99, abs=0.05)
+        assert float(row[header.index("pct_beaten_50")]) == pytest.approx(expected.pct_beaten_50, abs=0.05)
+    assert [r[0] for r in parsed.tables[1][1:]] == list(hardest["test_case_id"])
+    final = result.reliability.iloc[-1]
+    assert float(parsed.ids["mae"]) == pytest.approx(final["mae"], abs=5e-5)
+    assert float(parsed.ids["rho-test-cases"]) == pytest.approx(final["rho_test_cases"], abs=5e-4)
+    assert parsed.ids["code-version"] == "0.1.0+test" and parsed.ids["inputs-digest"] == "sha256:digest"
+    # self-contained: the image is inline, nothing is fetched
+    assert re.search(r'src="data:image/png;base64,[A-Za-z0-9+/=]{1000,}"', html)
+    assert "http://" not in html and "https://" not in html
