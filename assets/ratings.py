@@ -1,7 +1,11 @@
 """Ratings of a benchmark: one engine pass gives snapshots, ratings and the reliability report."""
 
+import io
+import time
+
 import dagster as dg
 import pandas as pd
+import pyarrow.parquet as pq
 
 from agielo_dagster import figures as figs
 from agielo_dagster.lineage import CODE_VERSION, inputs_digest
@@ -12,7 +16,7 @@ from resources.storage import ObjectStorage
 from .automation import ON_UPSTREAM_CHANGE, STORAGE_RETRY, warehouse_out
 from .matches import load_benchmark_spec
 from .partitions import benchmark_partitions
-from .raw import read_accepted
+from .raw import accepted_path
 
 
 class RatingConfig(dg.Config):
@@ -114,6 +118,7 @@ def competency_gap_tables(
     gaps["inputs_digest"] = digest
     gaps["code_version"] = CODE_VERSION
     hardest = hardest_test_cases(storage, benchmark, test_case_ratings, input_manifests)
+    started = time.perf_counter()
     drawn = {
         "rating_distribution": figs.rating_distribution(
             test_case_ratings, agent_ratings, title=f"{benchmark}: difficulty and competency"
@@ -133,6 +138,7 @@ def competency_gap_tables(
     )
     report_path = f"warehouse/reports/{benchmark}.html"
     storage.write_bytes(report_path, report.encode())
+    render_seconds = time.perf_counter() - started
     top = gaps.head(10)[["agent_id", "rating", "gap_50", "gap_90", "gap_99", "pct_beaten_50"]]
     context.add_output_metadata(
         {
@@ -142,6 +148,7 @@ def competency_gap_tables(
             "inputs_digest": digest,
             "code_version": CODE_VERSION,
             "report": dg.MetadataValue.path(storage.uri(report_path)),
+            "render_seconds": render_seconds,
             **{f"figure_{name}": dg.MetadataValue.md(f"![{name}]({png_data_uri(png)})") for name, png in figures.items()},
         }
     )
@@ -155,11 +162,11 @@ def hardest_test_cases(
     hardest = test_cases.nlargest(n, "mu")[["test_case_id", "mu", "sigma", "mean_metric"]].rename(columns={"mu": "rating"})
     values: dict[str, dict[str, set]] = {}
     for agent in manifest["agent_id"]:
-        _, table = read_accepted(storage, benchmark, agent)
-        meta = [c for c in table.column_names if c.startswith("meta.")]
+        data = storage.read_bytes(accepted_path(benchmark, agent))
+        meta = [c for c in pq.read_schema(io.BytesIO(data)).names if c.startswith("meta.")]
         if not meta:
-            continue
-        frame = table.select(["test_case_id", *meta]).to_pandas()
+            continue  # no metadata columns: nothing to read
+        frame = pq.read_table(io.BytesIO(data), columns=["test_case_id", *meta]).to_pandas()
         frame = frame[frame["test_case_id"].isin(hardest["test_case_id"])]
         for row in frame.itertuples(index=False):
             for column, value in zip(meta, row[1:], strict=True):

@@ -24,7 +24,7 @@ from agielo_dagster.ingest import (
     read_log,
 )
 from agielo_dagster.lineage import CODE_VERSION
-from resources.quality import validate_upload
+from resources.quality import validate_uploads
 from resources.storage import ObjectStorage
 
 from .automation import STORAGE_RETRY
@@ -98,15 +98,29 @@ def find_upload(storage: ObjectStorage, benchmark: str, agent: str) -> str:
     return f"raw/{benchmark}/{names[0]}"
 
 
-def ingest_upload(storage: ObjectStorage, benchmark: str, agent: str) -> UploadOutcome:
-    """Validate one upload and store it as accepted or quarantined."""
-    max_bytes = storage.max_upload_bytes
-    file, version, spec_version, failed = f"raw/{benchmark}/{agent}", "", "", ()
+@dataclass
+class _Candidate:
+    """An upload that passed the input contract, awaiting the quality suite."""
+
+    benchmark: str
+    agent: str
+    file: str
+    version: str
+    spec_version: str
+    spec: object
+    log: pd.DataFrame
+    matches: pd.DataFrame
+    metadata: pd.DataFrame
+
+
+def _check_upload(storage: ObjectStorage, benchmark: str, agent: str) -> "_Candidate | UploadOutcome":
+    """Read and check one upload against the input contract; an UploadOutcome if it is rejected."""
+    file, version, spec_version = f"raw/{benchmark}/{agent}", "", ""
     try:
         check_name(benchmark, "benchmark", file)
         check_name(agent, "agent", file)
         file = find_upload(storage, benchmark, agent)
-        data, version = storage.read_versioned(file, limit=max_bytes)
+        data, version = storage.read_versioned(file, limit=storage.max_upload_bytes)
         spec_file = f"raw/{benchmark}/benchmark.yaml"
         if not storage.exists(spec_file):
             raise IngestError(
@@ -114,25 +128,63 @@ def ingest_upload(storage: ObjectStorage, benchmark: str, agent: str) -> UploadO
             )
         spec_data, spec_version = storage.read_versioned(spec_file, limit=1 << 20)
         spec = parse_benchmark_spec(spec_data, benchmark, spec_file)
-        log = read_log(data, file, max_bytes=max_bytes)
-        expectations = validate_upload(log, spec)
-        failed = tuple(e.describe() for e in expectations if not e.success)
+        log = read_log(data, file, max_bytes=storage.max_upload_bytes)
         matches, metadata = log_to_matches(log, file=file, agent=agent, spec=spec, version=version)
-        if failed:  # the contract above names the first problem; the suite must agree
-            raise IngestError(file, "quality_suite", "; ".join(failed))
     except IngestError as err:
-        outcome = UploadOutcome(
-            benchmark, agent, file, version, spec_version, False, rule=err.rule, message=str(err), expectations=failed
-        )
-        storage.write_bytes(quarantine_path(benchmark, agent), json.dumps(asdict(outcome), indent=1).encode())
-        return outcome
-    stored = matches[["test_case_id", "metric", "score"]].copy()
-    for column in metadata.columns.drop("test_case_id"):
-        stored[f"meta.{column}"] = metadata[column].to_numpy()
-    upload = AcceptedUpload(agent, file, version, spec_version, json.dumps(spec.scoring.to_config(), sort_keys=True))
-    storage.write_bytes(accepted_path(benchmark, agent), upload.to_parquet(stored))
-    storage.remove(quarantine_path(benchmark, agent))
-    return UploadOutcome(benchmark, agent, file, version, spec_version, True, rows=len(matches))
+        return UploadOutcome(benchmark, agent, file, version, spec_version, False, rule=err.rule, message=str(err))
+    return _Candidate(benchmark, agent, file, version, spec_version, spec, log, matches, metadata)
+
+
+def ingest_uploads(storage: ObjectStorage, keys: list[tuple[str, str]]) -> list[UploadOutcome]:
+    """Validate uploads (benchmark, agent) and store each as accepted or quarantined, in order."""
+    checked = [_check_upload(storage, benchmark, agent) for benchmark, agent in keys]
+    candidates = [c for c in checked if isinstance(c, _Candidate)]
+    by_spec: dict[str, list[_Candidate]] = {}
+    for c in candidates:
+        by_spec.setdefault(c.spec_version, []).append(c)
+    suite_failures: dict[int, tuple[str, ...]] = {}
+    for group in by_spec.values():
+        for c, expectations in zip(group, validate_uploads([c.log for c in group], group[0].spec), strict=True):
+            failed = tuple(e.describe() for e in expectations if not e.success)
+            if failed:  # the input contract passed, so the suite should too: this is a disagreement to report
+                suite_failures[id(c)] = failed
+    outcomes = []
+    for c in checked:
+        if isinstance(c, UploadOutcome):
+            outcome = c
+        elif id(c) in suite_failures:
+            failed = suite_failures[id(c)]
+            message = str(IngestError(c.file, "quality_suite", "; ".join(failed)))
+            outcome = UploadOutcome(
+                c.benchmark,
+                c.agent,
+                c.file,
+                c.version,
+                c.spec_version,
+                False,
+                rule="quality_suite",
+                message=message,
+                expectations=failed,
+            )
+        else:
+            stored = c.matches[["test_case_id", "metric", "score"]].copy()
+            for column in c.metadata.columns.drop("test_case_id"):
+                stored[f"meta.{column}"] = c.metadata[column].to_numpy()
+            upload = AcceptedUpload(
+                c.agent, c.file, c.version, c.spec_version, json.dumps(c.spec.scoring.to_config(), sort_keys=True)
+            )
+            storage.write_bytes(accepted_path(c.benchmark, c.agent), upload.to_parquet(stored))
+            storage.remove(quarantine_path(c.benchmark, c.agent))
+            outcomes.append(UploadOutcome(c.benchmark, c.agent, c.file, c.version, c.spec_version, True, rows=len(stored)))
+            continue
+        storage.write_bytes(quarantine_path(outcome.benchmark, outcome.agent), json.dumps(asdict(outcome), indent=1).encode())
+        outcomes.append(outcome)
+    return outcomes
+
+
+def ingest_upload(storage: ObjectStorage, benchmark: str, agent: str) -> UploadOutcome:
+    """Validate one upload and store it as accepted or quarantined."""
+    return ingest_uploads(storage, [(benchmark, agent)])[0]
 
 
 @dg.asset(
@@ -154,7 +206,7 @@ def ingest_upload(storage: ObjectStorage, benchmark: str, agent: str) -> UploadO
     description="One uploaded raw log per (benchmark, agent): validated, then accepted (normalized) or quarantined.",
 )
 def raw_benchmark_logs(context: dg.AssetExecutionContext, storage: ObjectStorage) -> dg.MaterializeResult:
-    outcomes = [ingest_upload(storage, *split_upload_key(key)) for key in context.partition_keys]
+    outcomes = ingest_uploads(storage, [split_upload_key(key) for key in context.partition_keys])
     for o in outcomes:
         if o.accepted:
             context.log.info(f"accepted {o.file} ({o.rows} rows, {o.version[:19]})")

@@ -111,20 +111,29 @@ def scale(test_cases: int, agents: int) -> None:
             with fresh_instance(base) as instance:
                 t0 = time.perf_counter()
                 summary = run_pipeline(storage, instance)
-                timings.append((attempt, time.perf_counter() - t0))
+                seconds = time.perf_counter() - t0
+                event = instance.get_latest_materialization_event(dg.AssetKey("competency_gap_tables"))
+                render = event.asset_materialization.metadata["render_seconds"].value
+                timings.append((attempt, seconds, render))
             assert summary.benchmarks_rated == ["imagenet_scale"], summary
     print(f"scale: {len(matches):,} matches ({test_cases:,} test cases × {agents} agents, parquet uploads)")
     print(f"       engine alone (rate + 100 snapshots + reliability + gaps): {engine:.2f} s")
-    for attempt, seconds in timings:
+    for attempt, seconds, render in timings:
         note = (
-            " (includes importing great_expectations, once per process)"
+            " (imports great_expectations and matplotlib, once per process)"
             if attempt == "cold"
-            else " (great_expectations already imported)"
+            else " (libraries already imported)"
         )
         print(
             f"       pipeline ingest → gaps, {attempt}: {seconds:.2f} s; overhead beyond the engine {seconds - engine:.2f} s{note}"
         )
-    verdicts = "; ".join(f"{a} {'met' if t - engine <= 5 else 'NOT met'}" for a, t in timings)
+        print(
+            f"         of which rendering the five figures and the HTML report: {render:.2f} s; without it {seconds - engine - render:.2f} s"
+        )
+    verdicts = "; ".join(
+        f"{a} {'met' if t - engine <= 5 else 'NOT met'} ({'met' if t - engine - r <= 5 else 'NOT met'} without the figures)"
+        for a, t, r in timings
+    )
     print(f"       target overhead ≤ 5 s: {verdicts}")
 
 

@@ -153,18 +153,18 @@ def binned_calibration(matches: Any, test_cases: Any, agents: Any) -> Any:
     a_mu = to_pandas(agents).astype({"agent_id": str}).set_index("agent_id")["mu"].reindex(m.agent_ids).to_numpy()
     diff = a_mu[m.agent] - t_mu[m.test_case]
     inside = (diff >= BIN_EDGES[0]) & (diff < BIN_EDGES[-1])
-    frame = pd.DataFrame(
+    key = m.agent[inside] * N_BINS + np.floor((diff[inside] - BIN_LO) / BIN_WIDTH).astype(np.int64)
+    size = len(m.agent_ids) * N_BINS
+    count = np.bincount(key, minlength=size)
+    cells = np.flatnonzero(count)  # (agent, bin) cells holding a match, agents and bins in order
+    out = pd.DataFrame(
         {
-            "agent_id": m.agent_ids[m.agent[inside]],
-            "bin": np.floor((diff[inside] - BIN_LO) / BIN_WIDTH).astype(np.int64),
-            "diff": diff[inside],
-            "score": m.score[inside],
+            "agent_id": m.agent_ids[cells // N_BINS],
+            "bin": cells % N_BINS,
+            "matches": count[cells],
+            "mean_rating_diff": np.bincount(key, diff[inside], size)[cells] / count[cells],
+            "empirical_score": np.bincount(key, m.score[inside], size)[cells] / count[cells],
         }
-    )
-    out = (
-        frame.groupby(["agent_id", "bin"], sort=True)
-        .agg(matches=("score", "size"), mean_rating_diff=("diff", "mean"), empirical_score=("score", "mean"))
-        .reset_index()
     )
     out.insert(1, "bin_lo", BIN_EDGES[out["bin"].to_numpy()])
     out.insert(2, "bin_hi", out["bin_lo"] + BIN_WIDTH)

@@ -36,6 +36,11 @@ def browser_page(demo_run):
                 ],
             )
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.set_default_timeout(60_000)  # generous: the machine may be busy with other tests
+            # the first visit may ask to join the community, at any moment: dismiss it whenever it shows
+            page.add_locator_handler(
+                page.get_by_text("Join the Dagster community"), lambda _: page.get_by_role("button", name="Skip").click()
+            )
             yield server, page
             browser.close()
     finally:
@@ -46,33 +51,27 @@ def test_competency_gap_page_shows_every_figure(browser_page):
     server, page = browser_page
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.goto(f"{server.url}/assets/competency_gap_tables", wait_until="networkidle")
-    page.get_by_text("figure_competency_gap").first.wait_for(timeout=60_000)
-    skip = page.get_by_role("button", name="Skip")  # the first visit may ask to join the community
-    if skip.count():
-        skip.click()
+    page.get_by_text("figure_competency_gap").first.wait_for(timeout=120_000)
     page.screenshot(path=str(ARTIFACTS / "competency_gap_tables.png"), full_page=True)
     for name in FIGURES:
         page.locator("tr", has_text=f"figure_{name}").get_by_text("[Show Markdown]").click()
         image = page.locator(f"img[alt='{name}']")
-        image.wait_for(state="visible", timeout=15_000)
+        image.wait_for(state="visible")
         complete, width, height = image.evaluate("i => [i.complete, i.naturalWidth, i.naturalHeight]")
         assert complete and width > 300 and height > 200, f"{name}: {width}×{height}"
         page.wait_for_timeout(400)  # let the dialog finish fading in before the screenshot
         page.screenshot(path=str(ARTIFACTS / f"figure_{name}.png"))
         page.get_by_role("button", name="Close").click()
-        image.wait_for(state="detached", timeout=10_000)
+        image.wait_for(state="detached")
 
 
 def test_hardest_test_cases_show_their_metadata(browser_page):
     server, page = browser_page
     page.goto(f"{server.url}/assets/competency_gap_tables", wait_until="networkidle")
-    page.get_by_text("hardest_test_cases").first.wait_for(timeout=60_000)
-    skip = page.get_by_role("button", name="Skip")
-    if skip.count():
-        skip.click()
+    page.get_by_text("hardest_test_cases").first.wait_for(timeout=120_000)
     page.locator("tr", has_text="hardest_test_cases").get_by_text("[Show Markdown]").click()
     dialog = page.get_by_role("dialog")
-    dialog.wait_for(timeout=15_000)
+    dialog.wait_for()
     text = dialog.inner_text()
     assert "true_label" in text and "predicted_label" in text  # the upload's extra columns, as metadata
     page.wait_for_timeout(400)
