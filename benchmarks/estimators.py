@@ -32,21 +32,14 @@ def rasch_lbfgs(matches: pd.DataFrame, ridge: float = 0.01):
     """The same penalized Rasch likelihood handed to a general-purpose optimizer."""
     from scipy.optimize import minimize
 
+    from agielo_dagster.rating.estimators.rasch import penalized_objective
     from agielo_dagster.rating.frames import encode_matches
 
     m = encode_matches(matches)
-    a, t, s = m.agent, m.test_case, m.score
-    n_a, n_t = len(m.agent_ids), len(m.test_case_ids)
-
-    def objective(x):
-        z = x[:n_a][a] - x[n_a:][t]
-        r = 1.0 / (1.0 + np.exp(-z)) - s
-        g = 2.0 * ridge * x
-        g[:n_a] += np.bincount(a, r, n_a)
-        g[n_a:] -= np.bincount(t, r, n_t)
-        return np.sum(np.logaddexp(0.0, z) - s * z) + ridge * (x @ x), g
-
-    return minimize(objective, np.zeros(n_a + n_t), jac=True, method="L-BFGS-B", options={"maxiter": 2000, "gtol": 1e-9})
+    size = len(m.agent_ids) + len(m.test_case_ids)
+    return minimize(
+        penalized_objective(m, ridge), np.zeros(size), jac=True, method="L-BFGS-B", options={"maxiter": 2000, "gtol": 1e-9}
+    )
 
 
 def timed(label: str, fn, *args, **kwargs):

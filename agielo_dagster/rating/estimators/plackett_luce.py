@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..frames import MatchTableError, encode_matches, to_flavour
+from ..frames import Matches, MatchTableError, encode_matches, to_flavour
 from ._scale import LOGIT_TO_ELO
 
 
@@ -23,6 +23,11 @@ def pairwise_wins(matches: Any, *, by: str = "metric") -> tuple[np.ndarray, np.n
     respects lower-is-better metrics.
     """
     m = encode_matches(matches)
+    return wins_of(m, by=by), m.agent_ids
+
+
+def wins_of(m: Matches, *, by: str = "metric") -> np.ndarray:
+    """The pairwise win matrix of encoded matches (see :func:`pairwise_wins`)."""
     values = m.metric if by == "metric" else m.score
     n_t, n_a = len(m.test_case_ids), len(m.agent_ids)
     table = np.full((n_t, n_a), np.nan)
@@ -36,7 +41,7 @@ def pairwise_wins(matches: Any, *, by: str = "metric") -> tuple[np.ndarray, np.n
         both = present[rows]
         wins[i] = ((mine > theirs) & both).sum(axis=0) + 0.5 * ((mine == theirs) & both).sum(axis=0)
     np.fill_diagonal(wins, 0.0)
-    return wins, m.agent_ids
+    return wins
 
 
 def bradley_terry_mle(wins: np.ndarray, *, alpha: float = 0.0, tol: float = 1e-12, max_iter: int = 200) -> np.ndarray:

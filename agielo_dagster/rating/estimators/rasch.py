@@ -58,3 +58,19 @@ def _joint_ml(a, t, s, n_a, n_t, ridge, tol, max_sweeps=500):
         if max(np.abs(step_theta).max(), np.abs(step_b).max()) < tol:
             break
     return theta, b
+
+
+def penalized_objective(m, ridge: float):
+    """The minimized function of (θ, b) stacked, with its gradient: −log L + ridge·(Σθ² + Σb²)."""
+    a, t, s = m.agent, m.test_case, m.score
+    n_a, n_t = len(m.agent_ids), len(m.test_case_ids)
+
+    def objective(x):
+        z = x[:n_a][a] - x[n_a:][t]
+        r = 1.0 / (1.0 + np.exp(-z)) - s
+        g = 2.0 * ridge * x
+        g[:n_a] += np.bincount(a, r, n_a)
+        g[n_a:] -= np.bincount(t, r, n_t)
+        return np.sum(np.logaddexp(0.0, z) - s * z) + ridge * (x @ x), g
+
+    return objective

@@ -19,7 +19,7 @@ from scipy.stats import kendalltau
 from ..frames import Matches, encode_matches, flavour_of, to_flavour
 from ..glicko import _run_matches, match_orders
 from ._scale import LOGIT_TO_ELO
-from .plackett_luce import bradley_terry_mle
+from .plackett_luce import bradley_terry_mle, wins_of
 
 METHODS = ("agielo", "plackett_luce", "rasch", "mean_metric")
 CONFIDENCES = (0.5, 0.9, 0.99)
@@ -35,23 +35,8 @@ def _agielo_ratings(m: Matches, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return a_mu, t_mu
 
 
-def _wins(m: Matches, by: str = "metric") -> np.ndarray:
-    values = m.metric if by == "metric" else m.score
-    table = np.full((len(m.test_case_ids), len(m.agent_ids)), np.nan)
-    table[m.test_case, m.agent] = values
-    present = ~np.isnan(table)
-    n_a = table.shape[1]
-    wins = np.zeros((n_a, n_a))
-    for i in range(n_a):
-        rows = present[:, i]
-        mine, theirs, both = table[rows, i][:, None], table[rows], present[rows]
-        wins[i] = ((mine > theirs) & both).sum(axis=0) + 0.5 * ((mine == theirs) & both).sum(axis=0)
-    np.fill_diagonal(wins, 0.0)
-    return wins
-
-
 def _pl_ratings(m: Matches, alpha: float) -> np.ndarray:
-    return bradley_terry_mle(_wins(m), alpha=alpha) * LOGIT_TO_ELO + 1500.0
+    return bradley_terry_mle(wins_of(m), alpha=alpha) * LOGIT_TO_ELO + 1500.0
 
 
 def _resample_test_cases(m: Matches, rng: np.random.Generator) -> Matches:
