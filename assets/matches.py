@@ -9,9 +9,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from agielo_dagster.ingest import IngestError, parse_benchmark_spec
+from agielo_dagster.ingest import IngestError, classify_raw_path, parse_benchmark_spec
 from agielo_dagster.lineage import CODE_VERSION, inputs_digest
-from resources.storage import ObjectStorage, is_upload
+from resources.storage import ObjectStorage
 
 from .automation import STORAGE_RETRY, warehouse_out
 from .partitions import benchmark_partitions, uploads_of_benchmark
@@ -29,6 +29,19 @@ def load_benchmark_spec(storage: ObjectStorage, benchmark: str):
         raise dg.Failure(str(err), metadata={"rule": err.rule}, allow_retries=False) from None
 
 
+def uploads_present(storage: ObjectStorage, benchmark: str) -> set[str]:
+    """Agents with an upload in ``raw/<benchmark>/`` (names only: no file is read or hashed)."""
+    agents = set()
+    for name in storage.list_dir(f"raw/{benchmark}"):
+        try:
+            raw = classify_raw_path(f"raw/{benchmark}/{name}")
+        except IngestError:
+            continue  # refused files are reported by the quarantine report
+        if raw and raw.kind == "upload":
+            agents.add(raw.agent)
+    return agents
+
+
 def current_uploads(storage: ObjectStorage, benchmark: str) -> tuple[list[AcceptedUpload], list[str]]:
     """The accepted uploads a benchmark's ratings should use, and the agents left out as stale.
 
@@ -37,7 +50,7 @@ def current_uploads(storage: ObjectStorage, benchmark: str) -> tuple[list[Accept
     """
     spec = load_benchmark_spec(storage, benchmark)
     scoring = json.dumps(spec.scoring.to_config(), sort_keys=True)
-    present = sorted({f.agent for f in storage.list_raw() if f.benchmark == benchmark and is_upload(f)})
+    present = sorted(uploads_present(storage, benchmark))
     uploads, stale = [], []
     for agent in present:
         path = accepted_path(benchmark, agent)

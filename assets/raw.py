@@ -219,7 +219,7 @@ def raw_benchmark_logs(context: dg.AssetExecutionContext, storage: ObjectStorage
         "accepted": sum(o.accepted for o in outcomes),
         "rejected": len(rejected),
     }
-    # what was ingested, per upload partition: lets `agielo run` tell stale uploads from current ones
+    # what was ingested, per upload partition, for the UI (`agielo run` reads the warehouse itself)
     metadata["ingested_versions"] = dg.MetadataValue.json(
         {str(k): [o.version, o.spec_version] for k, o in zip(context.partition_keys, outcomes, strict=True)}
     )
