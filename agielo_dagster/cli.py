@@ -19,10 +19,10 @@ from pathlib import Path
 import dagster as dg
 import pandas as pd
 
-from assets.matches import current_uploads
-from assets.quarantine import read_quarantine
-from resources.storage import ObjectStorage, default_root, is_upload
-from resources.warehouse import warehouse_path
+from agielo_dagster.assets.matches import current_uploads
+from agielo_dagster.assets.quarantine import read_quarantine
+from agielo_dagster.resources.storage import ObjectStorage, default_root, is_upload
+from agielo_dagster.resources.warehouse import warehouse_path
 
 from .definitions import build_definitions
 from .sensors import already_seen, plan_ingest

@@ -2,14 +2,14 @@
 
 import dagster as dg
 
-from assets.estimators import estimator_comparison, rating_uncertainty
-from assets.judgments import difficulty_judgments
-from assets.matches import match_tables
-from assets.quarantine import quarantine_report
-from assets.ratings import competency_gap_tables, ratings
-from assets.raw import raw_benchmark_logs
-from resources.storage import ObjectStorage
-from resources.warehouse import WarehouseIOManager
+from agielo_dagster.assets.estimators import estimator_comparison, rating_uncertainty
+from agielo_dagster.assets.judgments import difficulty_judgments
+from agielo_dagster.assets.matches import match_tables
+from agielo_dagster.assets.quarantine import quarantine_report
+from agielo_dagster.assets.ratings import competency_gap_tables, ratings
+from agielo_dagster.assets.raw import raw_benchmark_logs
+from agielo_dagster.resources.storage import ObjectStorage
+from agielo_dagster.resources.warehouse import WarehouseIOManager
 
 from .jobs import ingest_uploads, rank_judgments, rate_benchmarks, rate_benchmarks_nightly, report_quarantine
 from .schedules import nightly_rerate

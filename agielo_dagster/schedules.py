@@ -4,7 +4,7 @@ import os
 
 import dagster as dg
 
-from assets.partitions import benchmark_partitions
+from agielo_dagster.assets.partitions import benchmark_partitions
 
 from .jobs import rate_benchmarks_nightly
 

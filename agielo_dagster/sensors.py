@@ -19,11 +19,11 @@ from dataclasses import dataclass
 import dagster as dg
 import pyarrow.parquet as pq
 
+from agielo_dagster.assets.judgments import judgment_partitions
+from agielo_dagster.assets.partitions import agent_partitions, benchmark_partitions, upload_key
+from agielo_dagster.assets.raw import AcceptedUpload, accepted_path, quarantine_path
 from agielo_dagster.ingest import IngestError, check_name
-from assets.judgments import judgment_partitions
-from assets.partitions import agent_partitions, benchmark_partitions, upload_key
-from assets.raw import AcceptedUpload, accepted_path, quarantine_path
-from resources.storage import ObjectStorage, StoredFile, is_spec, is_upload, refusals
+from agielo_dagster.resources.storage import ObjectStorage, StoredFile, is_spec, is_upload, refusals
 
 from .jobs import ingest_uploads, rank_judgments, rate_benchmarks
 

@@ -2,7 +2,7 @@
 
 import dagster as dg
 
-from agielo_dagster.lineage import CODE_VERSION
+from agielo_dagster.domain.lineage import CODE_VERSION
 
 _deps_updated = dg.AutomationCondition.any_deps_updated()
 

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import kendalltau, spearmanr
 
-from agielo_dagster.lineage import CODE_VERSION
+from agielo_dagster.domain.lineage import CODE_VERSION
 from agielo_dagster.rating import bootstrap, plackett_luce, rasch, rate
 
 from .automation import STORAGE_RETRY

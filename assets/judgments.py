@@ -7,11 +7,11 @@ the harder one, ``b``, or ``tie``), or a numeric ``margin`` instead of ``winner`
 
 import dagster as dg
 import pandas as pd
+from agielo_dagster.resources.storage import ObjectStorage
 
+from agielo_dagster.domain.lineage import CODE_VERSION
 from agielo_dagster.ingest import IngestError, check_name, read_log
-from agielo_dagster.lineage import CODE_VERSION
 from agielo_dagster.rating import MatchTableError, hodge_rank
-from resources.storage import ObjectStorage
 
 from .automation import STORAGE_RETRY
 

@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
+from agielo_dagster.resources.storage import ObjectStorage
 
+from agielo_dagster.domain.lineage import CODE_VERSION, inputs_digest
 from agielo_dagster.ingest import IngestError, classify_raw_path, parse_benchmark_spec
-from agielo_dagster.lineage import CODE_VERSION, inputs_digest
-from resources.storage import ObjectStorage
 
 from .automation import STORAGE_RETRY, warehouse_out
 from .partitions import benchmark_partitions, uploads_of_benchmark

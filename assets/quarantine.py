@@ -4,9 +4,9 @@ import json
 
 import dagster as dg
 import pandas as pd
+from agielo_dagster.resources.storage import ObjectStorage, refusals
 
-from agielo_dagster.lineage import CODE_VERSION
-from resources.storage import ObjectStorage, refusals
+from agielo_dagster.domain.lineage import CODE_VERSION
 
 from .automation import ON_UPSTREAM_CHANGE, STORAGE_RETRY
 from .raw import raw_benchmark_logs

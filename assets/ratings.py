@@ -6,12 +6,12 @@ import time
 import dagster as dg
 import pandas as pd
 import pyarrow.parquet as pq
+from agielo_dagster.resources.storage import ObjectStorage
 
-from agielo_dagster import figures as figs
-from agielo_dagster.lineage import CODE_VERSION, inputs_digest
+from agielo_dagster.domain import figures as figs
+from agielo_dagster.domain.lineage import CODE_VERSION, inputs_digest
+from agielo_dagster.domain.report import png_data_uri, render_report
 from agielo_dagster.rating import binned_calibration, competency_gaps, rate
-from agielo_dagster.report import png_data_uri, render_report
-from resources.storage import ObjectStorage
 
 from .automation import ON_UPSTREAM_CHANGE, STORAGE_RETRY, warehouse_out
 from .matches import load_benchmark_spec

@@ -15,7 +15,10 @@ import dagster as dg
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
+from agielo_dagster.resources.quality import validate_uploads
+from agielo_dagster.resources.storage import ObjectStorage
 
+from agielo_dagster.domain.lineage import CODE_VERSION
 from agielo_dagster.ingest import (
     IngestError,
     check_name,
@@ -23,9 +26,6 @@ from agielo_dagster.ingest import (
     parse_benchmark_spec,
     read_log,
 )
-from agielo_dagster.lineage import CODE_VERSION
-from resources.quality import validate_uploads
-from resources.storage import ObjectStorage
 
 from .automation import STORAGE_RETRY
 from .partitions import split_upload_key, upload_partitions

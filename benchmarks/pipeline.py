@@ -24,10 +24,10 @@ from pathlib import Path
 import dagster as dg
 import numpy as np
 import pandas as pd
+from agielo_dagster.resources.storage import ObjectStorage
 
 from agielo_dagster.cli import run_pipeline
 from agielo_dagster.rating import competency_gaps, rate, simulate_matches
-from resources.storage import ObjectStorage
 
 
 def write_uploads(root: Path, benchmark: str, matches: pd.DataFrame, fmt: str) -> None:

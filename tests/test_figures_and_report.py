@@ -7,9 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agielo_dagster import figures
+from agielo_dagster.domain import figures
+from agielo_dagster.domain.report import render_report
 from agielo_dagster.rating import binned_calibration, competency_gaps, rate, simulate_matches
-from agielo_dagster.report import render_report
 
 
 @pytest.fixture(scope="module")

@@ -1,9 +1,9 @@
 """Names come from other people's scripts: refused before any path is built from them."""
 
 import pytest
+from agielo_dagster.resources.storage import ObjectStorage
 
 from agielo_dagster.ingest import IngestError, check_name, classify_raw_path
-from resources.storage import ObjectStorage
 
 
 @pytest.mark.parametrize(

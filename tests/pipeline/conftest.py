@@ -8,11 +8,11 @@ import dagster as dg
 import numpy as np
 import pandas as pd
 import pytest
+from agielo_dagster.resources.storage import ObjectStorage
 
 from agielo_dagster.definitions import build_definitions
 from agielo_dagster.rating import simulate_matches
 from agielo_dagster.sensors import raw_uploads_sensor
-from resources.storage import ObjectStorage
 
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import dagster as dg
 import pandas as pd
 import pytest
+from agielo_dagster.resources.storage import ObjectStorage
 
 from agielo_dagster.cli import print_summary
 from agielo_dagster.jobs import BENCHMARK_OUTPUTS
-from resources.storage import ObjectStorage
 
 from .conftest import Daemon, write_benchmark
 

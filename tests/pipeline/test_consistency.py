@@ -4,9 +4,9 @@ import shutil
 
 import dagster as dg
 import pandas as pd
+from agielo_dagster.resources.storage import ObjectStorage
 
 from agielo_dagster.jobs import BENCHMARK_OUTPUTS
-from resources.storage import ObjectStorage
 
 from .conftest import Daemon, write_benchmark, write_log
 

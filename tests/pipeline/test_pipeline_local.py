@@ -7,11 +7,11 @@ import os
 import dagster as dg
 import pandas as pd
 import pytest
+from agielo_dagster.assets.partitions import upload_key
 
+from agielo_dagster.domain.lineage import CODE_VERSION
 from agielo_dagster.jobs import BENCHMARK_OUTPUTS
-from agielo_dagster.lineage import CODE_VERSION
 from agielo_dagster.schedules import nightly_rerate
-from assets.partitions import upload_key
 
 from .conftest import write_benchmark, write_log
 

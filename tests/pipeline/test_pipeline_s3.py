@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 import s3fs
+from agielo_dagster.resources.storage import ObjectStorage
 
 from agielo_dagster.rating import simulate_matches
-from resources.storage import ObjectStorage
 
 from ..s3server import BUCKET, SECRET_KEY
 from .conftest import Daemon

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from agielo_dagster.figures import FIGURES
+from agielo_dagster.domain.figures import FIGURES
 
 from ..devserver import REPO, DagsterDev
 

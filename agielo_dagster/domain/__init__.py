@@ -1,0 +1,1 @@
+"""Domain: the input contract, the storage layout, the upload ledger, lineage, figures and reports (no Dagster)."""

@@ -1,0 +1,122 @@
+"""The input contract: benchmark and agent names, ``benchmark.yaml``, limits, and the rejection type.
+
+``benchmark.yaml``::
+
+    metric: correct            # the metric column
+    scoring: identity          # identity | binary | minmax
+    params: {}                 # e.g. {lo: 0, hi: 10, higher_is_better: false}
+    description: free text     # optional
+
+Every rejection is an :class:`IngestError` naming the file, the row (1-based data row; for
+csv and jsonl also the line) and the rule.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import yaml
+
+from ..rating.scoring import Scoring, ScoringError, make_scoring
+
+__all__ = [
+    "MAX_LOG_BYTES",
+    "MAX_NAME_LENGTH",
+    "MAX_SPEC_BYTES",
+    "BenchmarkSpec",
+    "IngestError",
+    "check_name",
+    "parse_benchmark_spec",
+]
+
+MAX_SPEC_BYTES = 64 * 1024
+MAX_LOG_BYTES = 256 * 1024 * 1024
+MAX_NAME_LENGTH = 128
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
+_SPEC_KEYS = {"metric", "scoring", "params", "description"}
+
+
+class IngestError(ValueError):
+    """An upload that breaks the input contract.
+
+    Attributes: ``file`` (the path as uploaded), ``rule`` (short name), ``row``
+    (1-based data row or ``None``), ``detail`` (the sentence without the prefix).
+    """
+
+    def __init__(self, file: str, rule: str, detail: str, row: int | None = None, line: int | None = None):
+        where = "" if row is None else f" data row {row}" + ("" if line is None else f" (line {line})") + ":"
+        super().__init__(f"{file}:{where} {detail} (rule: {rule})")
+        self.file, self.rule, self.detail, self.row, self.line = file, rule, detail, row, line
+
+
+def check_name(name: str, what: str, file: str) -> str:
+    """Refuse benchmark and agent names that could escape the storage root or confuse a path."""
+    if not isinstance(name, str) or not name:
+        raise IngestError(file, "safe_name", f"{what} name is empty")
+    if len(name) > MAX_NAME_LENGTH:
+        raise IngestError(file, "safe_name", f"{what} name is {len(name)} characters long; at most {MAX_NAME_LENGTH}")
+    if not _NAME.match(name) or ".." in name:
+        raise IngestError(
+            file,
+            "safe_name",
+            f"{what} name {name!r} may hold only letters, digits and . _ + - (not first), and no '..'",
+        )
+    return name
+
+
+@dataclass(frozen=True)
+class BenchmarkSpec:
+    """How to score a benchmark, from its ``benchmark.yaml``."""
+
+    name: str
+    metric: str
+    scoring: Scoring
+    description: str = ""
+    raw: dict = field(default_factory=dict, compare=False, repr=False)
+
+
+def parse_benchmark_spec(text: bytes | str, benchmark: str, file: str) -> BenchmarkSpec:
+    """Parse and validate a ``benchmark.yaml`` (``yaml.safe_load``, no anchors or aliases)."""
+    data = text.encode() if isinstance(text, str) else text
+    if len(data) > MAX_SPEC_BYTES:
+        raise IngestError(file, "spec_size", f"benchmark.yaml is {len(data):,} bytes; at most {MAX_SPEC_BYTES:,}")
+    try:
+        source = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise IngestError(file, "utf8", f"benchmark.yaml is not valid UTF-8 (byte {exc.start})") from None
+    try:
+        # aliases can expand a small file into a huge object (a 'billion laughs' bomb): refuse them outright
+        for event in yaml.parse(source, Loader=yaml.SafeLoader):
+            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+                raise IngestError(file, "spec_no_aliases", "benchmark.yaml uses YAML anchors or aliases, which are not allowed")
+        spec = yaml.safe_load(source)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise IngestError(file, "spec_yaml", f"benchmark.yaml is not valid YAML{at}: {getattr(exc, 'problem', exc)}") from None
+    if not isinstance(spec, dict):
+        raise IngestError(file, "spec_mapping", "benchmark.yaml must be a mapping with keys metric and scoring")
+    unknown = set(map(str, spec)) - _SPEC_KEYS
+    if unknown:
+        raise IngestError(
+            file,
+            "spec_keys",
+            f"benchmark.yaml has unknown key(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(_SPEC_KEYS))}",
+        )
+    metric = spec.get("metric")
+    if not isinstance(metric, str) or not metric or metric == "test_case_id":
+        raise IngestError(
+            file, "spec_metric", f"benchmark.yaml must name the metric column (a string other than test_case_id), got {metric!r}"
+        )
+    params = spec.get("params") or {}
+    if not isinstance(params, dict):
+        raise IngestError(file, "spec_params", f"benchmark.yaml params must be a mapping, got {params!r}")
+    description = spec.get("description") or ""
+    if not isinstance(description, str):
+        raise IngestError(file, "spec_description", "benchmark.yaml description must be text")
+    try:
+        scoring = make_scoring(str(spec.get("scoring", "")), params)
+    except ScoringError as exc:
+        raise IngestError(file, exc.rule, f"benchmark.yaml: {exc}") from None
+    return BenchmarkSpec(name=benchmark, metric=metric, scoring=scoring, description=description.strip(), raw=spec)

@@ -1,0 +1,55 @@
+"""The storage layout: where every file lives under the storage root, in one place.
+
+::
+
+    raw/<benchmark>/<agent>.<csv|parquet|jsonl>   uploads (never modified or deleted by the pipeline)
+    raw/<benchmark>/benchmark.yaml                how to score the benchmark
+    warehouse/<asset>/<benchmark>.parquet         outputs, written atomically
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .contract import IngestError, check_name
+
+__all__ = ["LOG_SUFFIXES", "RawPath", "classify_raw_path"]
+
+LOG_SUFFIXES = (".csv", ".parquet", ".jsonl")
+
+
+@dataclass(frozen=True)
+class RawPath:
+    """What a file under ``raw/`` is: an upload of an agent, or a benchmark's ``benchmark.yaml``."""
+
+    kind: str  # "upload" | "spec"
+    benchmark: str
+    agent: str = ""
+
+
+def classify_raw_path(path: str) -> RawPath | None:
+    """Classify a path relative to the storage root, refusing anything outside the contract.
+
+    Returns None for hidden files (a name starting with '.'), which upload tools use while a
+    file is still being written. Raises :class:`IngestError` (rule ``layout``, ``safe_name`` or
+    ``log_format``) for everything else that is not ``raw/<benchmark>/<agent>.<csv|parquet|jsonl>``
+    or ``raw/<benchmark>/benchmark.yaml``; names are checked before any path is built from them.
+    """
+    parts = path.split("/")
+    if parts[-1].startswith("."):
+        return None
+    if len(parts) != 3 or parts[0] != "raw":
+        raise IngestError(
+            path, "layout", "files belong at raw/<benchmark>/<agent>.<csv|parquet|jsonl> or raw/<benchmark>/benchmark.yaml"
+        )
+    benchmark = check_name(parts[1], "benchmark", path)
+    if parts[2] == "benchmark.yaml":
+        return RawPath("spec", benchmark)
+    stem, dot, suffix = parts[2].rpartition(".")
+    if not dot or f".{suffix.lower()}" not in LOG_SUFFIXES:
+        raise IngestError(
+            path,
+            "log_format",
+            f"unsupported file type; uploads are {', '.join(LOG_SUFFIXES)} (benchmark.yaml describes the benchmark)",
+        )
+    return RawPath("upload", benchmark, check_name(stem, "agent", path))
