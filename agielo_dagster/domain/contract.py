@@ -21,9 +21,17 @@ import yaml
 from ..rating.scoring import Scoring, ScoringError, make_scoring
 
 __all__ = [
+    "MAX_COLUMNS",
+    "MAX_HEADER_BYTES",
+    "MAX_JSON_DEPTH",
     "MAX_LOG_BYTES",
+    "MAX_MESSAGE_CHARS",
     "MAX_NAME_LENGTH",
+    "MAX_PARQUET_FOOTER_BYTES",
+    "MAX_QUOTED_CHARS",
     "MAX_SPEC_BYTES",
+    "MIN_ROW_BYTES",
+    "PARQUET_EXPANSION",
     "BenchmarkSpec",
     "IngestError",
     "check_name",
@@ -33,6 +41,16 @@ __all__ = [
 MAX_SPEC_BYTES = 64 * 1024
 MAX_LOG_BYTES = 256 * 1024 * 1024
 MAX_NAME_LENGTH = 128
+
+# Limits of the upload readers (agielo_dagster.domain.readers); each has its own rule.
+MAX_COLUMNS = 256  # csv header fields, parquet leaf columns, distinct jsonl keys (rule header_width)
+MAX_HEADER_BYTES = 64 * 1024  # the csv header record, checked before anything else is parsed (rule header_width)
+MAX_JSON_DEPTH = 32  # nesting of arrays and objects on one jsonl line, the line's object included (rule jsonl_depth)
+MAX_PARQUET_FOOTER_BYTES = 16 * 1024 * 1024  # the parquet footer (schema and row-group index) (rule parquet_footer)
+PARQUET_EXPANSION = 8  # a parquet upload may decode to at most this many times the upload limit (rule log_size)
+MIN_ROW_BYTES = 4  # a parquet upload may declare at most (upload limit / 4) rows, as many as the densest csv (rule log_size)
+MAX_MESSAGE_CHARS = 300  # a rejection message, file path included (a longer detail is cut with an ellipsis)
+MAX_QUOTED_CHARS = 40  # a value quoted in a message (longer values are cut with an ellipsis)
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
 _SPEC_KEYS = {"metric", "scoring", "params", "description"}
 
@@ -41,12 +59,18 @@ class IngestError(ValueError):
     """An upload that breaks the input contract.
 
     Attributes: ``file`` (the path as uploaded), ``rule`` (short name), ``row``
-    (1-based data row or ``None``), ``detail`` (the sentence without the prefix).
+    (1-based data row or ``None``), ``line`` (1-based file line or ``None``), ``detail``
+    (the sentence without the prefix). The message is at most :data:`MAX_MESSAGE_CHARS`
+    characters (unless the file path alone is longer): a longer detail is cut with an ellipsis.
     """
 
     def __init__(self, file: str, rule: str, detail: str, row: int | None = None, line: int | None = None):
         where = "" if row is None else f" data row {row}" + ("" if line is None else f" (line {line})") + ":"
-        super().__init__(f"{file}:{where} {detail} (rule: {rule})")
+        prefix, suffix, detail = f"{file}:{where} ", f" (rule: {rule})", str(detail)
+        budget = max(MAX_MESSAGE_CHARS - len(prefix) - len(suffix), 80)
+        if len(detail) > budget:
+            detail = detail[: budget - 1] + "…"
+        super().__init__(f"{prefix}{detail}{suffix}")
         self.file, self.rule, self.detail, self.row, self.line = file, rule, detail, row, line
 
 
@@ -57,10 +81,13 @@ def check_name(name: str, what: str, file: str) -> str:
     if len(name) > MAX_NAME_LENGTH:
         raise IngestError(file, "safe_name", f"{what} name is {len(name)} characters long; at most {MAX_NAME_LENGTH}")
     if not _NAME.match(name) or ".." in name:
+        shown = name if len(name) <= MAX_QUOTED_CHARS else name[:MAX_QUOTED_CHARS] + "…"
+        found = "it has non-ASCII characters; " if not name.isascii() else ""
         raise IngestError(
             file,
             "safe_name",
-            f"{what} name {name!r} may hold only letters, digits and . _ + - (not first), and no '..'",
+            f"{what} name {shown!r} is refused: {found}names may hold only ASCII letters A-Z a-z, digits 0-9 "
+            "and . _ + - (not first), and no '..'",
         )
     return name
 
