@@ -180,7 +180,7 @@ def _q(value: object) -> str:
     if isinstance(value, str):
         return repr(value if len(value) <= MAX_QUOTED_CHARS else value[:MAX_QUOTED_CHARS] + "…")
     if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 128:
-        return f"an integer with {len(str(abs(value))) if value.bit_length() < 14000 else 'thousands of'} digits"
+        return f"<an integer of {len(str(abs(value))) if value.bit_length() < 14000 else 'thousands of'} digits>"
     text = repr(value)
     return text if len(text) <= MAX_QUOTED_CHARS else text[:MAX_QUOTED_CHARS] + "…"
 
@@ -324,7 +324,11 @@ def _contract(frame: _Frame, file: str, spec: BenchmarkSpec) -> pa.Table:
     if ids.null_count or ID_COLUMN in frame.problems or pc.min(lengths).as_py() == 0:
         missing = pc.or_kleene(pc.is_null(ids), pc.equal(lengths, 0))
         _first_value_problem(
-            frame, ID_COLUMN, missing, reject, lambda r, n: f"test_case_id is empty ({n} row(s)); every row needs an id"
+            frame,
+            ID_COLUMN,
+            missing,
+            reject,
+            lambda r, n: f"test_case_id is missing or empty ({n} row(s)); every row needs an id",
         )
     padded = pc.match_substring_regex(ids, _PADDED_RE)
     r = _first(padded)
@@ -355,7 +359,7 @@ def _contract(frame: _Frame, file: str, spec: BenchmarkSpec) -> pa.Table:
             spec.metric,
             pc.is_null(metric),
             reject,
-            lambda r, n: f"{spec.metric} is empty ({n} row(s)); every row needs a metric value",
+            lambda r, n: f"{spec.metric} is missing or empty ({n} row(s)); every row needs a metric value",
         )
     values = metric.to_numpy()
     try:
@@ -576,7 +580,7 @@ def _read_csv(data: bytes, file: str, check_header: Callable[[Sequence[str]], No
     def is_blank(row0: int) -> bool:
         return len(names) > 1 and all(column[row0].as_py() == "" for column in columns.values())
 
-    return _Frame(list(names), columns, rows, line_of, is_blank=is_blank)
+    return _Frame(list(names), dict(columns), rows, line_of, is_blank=is_blank)  # the closures keep the text columns
 
 
 def _csv_metric(text: pa.ChunkedArray, name: str) -> tuple[pa.ChunkedArray, _Problem | None]:
@@ -654,7 +658,7 @@ def _json_kind(value: object) -> str:
     if isinstance(value, bool):
         return "a boolean"
     if isinstance(value, float):
-        return "NaN" if value != value else "a float"
+        return "a float" if value == value and abs(value) != float("inf") else "a non-finite float"
     if isinstance(value, int):
         return "an integer"
     if isinstance(value, str):
@@ -714,19 +718,9 @@ def _read_jsonl(data: bytes, file: str, roles: dict[str, str], check_header: Cal
         if not line.strip(" \t\r"):
             continue
         try:
-            obj = loads(line)
-        except RecursionError:
-            raise IngestError(
-                file, "jsonl_depth", f"line {number} nests arrays or objects more than {MAX_JSON_DEPTH} deep", line=number
-            ) from None
+            obj = _parse_line(loads, line, number, file)
         except _DuplicateKey as dup:
             _raise_duplicate_key(file, number, line, dup.key)
-        except json.JSONDecodeError as exc:
-            raise IngestError(
-                file, "jsonl_parse", f"line {number} is not a JSON object: {exc.msg} (column {exc.colno})", line=number
-            ) from None
-        except ValueError as exc:  # e.g. an integer of more than 4,300 digits
-            raise IngestError(file, "jsonl_parse", f"line {number} is not valid JSON: {_cut(str(exc))}", line=number) from None
         if type(obj) is not dict:
             raise IngestError(
                 file, "jsonl_parse", f"line {number} is {_json_kind(obj)}, not a JSON object (one object per line)", line=number
@@ -776,8 +770,31 @@ def _encodable(obj: dict) -> bool:
     return True
 
 
+def _parse_line(loads: Callable[[str], object], line: str, number: int, file: str) -> object:
+    """One jsonl line parsed; every failure but a duplicate key is a rejection naming the line."""
+    try:
+        return loads(line)
+    except RecursionError:
+        raise IngestError(
+            file, "jsonl_depth", f"line {number} nests arrays or objects more than {MAX_JSON_DEPTH} deep", line=number
+        ) from None
+    except json.JSONDecodeError as exc:
+        raise IngestError(
+            file, "jsonl_parse", f"line {number} is not a JSON object: {exc.msg} (column {exc.colno})", line=number
+        ) from None
+    except ValueError as exc:  # e.g. an integer of more than 4,300 digits
+        if "Exceeds the limit" in str(exc):
+            raise IngestError(
+                file, "jsonl_parse", f"line {number} has an integer of more than 4,300 digits", line=number
+            ) from None
+        raise IngestError(file, "jsonl_parse", f"line {number} is not valid JSON: {_cut(str(exc))}", line=number) from None
+
+
 def _raise_duplicate_key(file: str, number: int, line: str, key: str) -> None:
-    pairs = json.loads(line, object_pairs_hook=list)
+    """A key repeated on a line: unique_columns at the top level, jsonl_parse inside a value (or a later syntax error)."""
+    pairs = _parse_line(json.JSONDecoder(object_pairs_hook=list).decode, line, number, file)
+    if not line.lstrip(" \t").startswith("{"):
+        raise IngestError(file, "jsonl_parse", f"line {number} is not a JSON object (one object per line)", line=number)
     keys = [k for k, _ in pairs]
     if len(set(keys)) != len(keys):
         raise IngestError(
@@ -815,9 +832,8 @@ def _id_piece(values: list, start: int, problems: dict, name: str) -> pa.Array:
                 problems[name] = _Problem(
                     start + i,
                     "test_case_id_type",
-                    f'test_case_id {_q(v)} is {_json_kind(v)}; ids must be strings or integers (write "{_cut(str(v), 20)}" as text if that is the id)'
-                    if isinstance(v, (float, int))
-                    else f"test_case_id {_q(v)} is {_json_kind(v)}; ids must be strings or integers",
+                    f"test_case_id {_cut(_json_text(v), MAX_QUOTED_CHARS)} is {_json_kind(v)}; ids must be JSON strings "
+                    "or integers (put the id in quotes as it should read)",
                 )
     return pa.array(out, pa.string())
 
@@ -863,6 +879,11 @@ def _meta_piece(values: list) -> tuple[str, pa.Array]:
     kinds.discard(type(None))
     if not kinds:
         return "null", pa.nulls(len(values))
+    if kinds == {int, float}:  # JSON numbers: float64 when every integer is exact in a float64
+        try:
+            return "float64", pa.array(values, pa.float64())
+        except (pa.ArrowException, OverflowError, ValueError, TypeError):
+            pass
     if len(kinds) == 1:
         (kind,) = kinds
         if kind in _SCALAR_KINDS:
@@ -883,6 +904,12 @@ def _json_text(value: object) -> str:
 
 def _finish_column(column: _JsonlColumn) -> pa.ChunkedArray:
     kinds = {k for k, _ in column.pieces} - {"null"}
+    if kinds == {"int64", "float64"}:  # numbers: float64 when every integer is exact in a float64
+        try:
+            column.pieces = [(k, p.cast(pa.float64()) if k == "int64" else p) for k, p in column.pieces]
+            kinds = {"float64"}
+        except (pa.ArrowException, OverflowError, ValueError):
+            pass
     if len(kinds) == 1 and "json" not in kinds:
         (kind,) = kinds
         arrow_type = _KIND_TYPES[kind]
