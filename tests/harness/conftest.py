@@ -35,10 +35,18 @@ OFFLINE = {
 }
 
 
+def _tool(name: str) -> str:
+    """The console script of a tool installed beside this Python (the test extra installs lm-eval and inspect-ai)."""
+    found = BIN / name if (BIN / name).exists() else shutil.which(name)
+    if not found:
+        pytest.fail(f"{name} is not installed: pip install -e '.[test]'")
+    return str(found)
+
+
 def lm_eval_command(model: str, seed: int, output_path: str, tasks: str = "quiz_mc,quiz_gen") -> list[str]:
     """The exact lm_eval command line of the test logs (run in a copy of tests/data/harness/lm_eval_tasks)."""
     return [
-        str(BIN / "lm_eval"),
+        _tool("lm_eval"),
         "--model", "dummy",
         "--model_args", f"pretrained={model}",
         "--tasks", tasks,
@@ -85,8 +93,6 @@ def _run(commands: list[list[str]], cwd: Path, env: dict, what: str) -> None:
 @pytest.fixture(scope="session")
 def lm_eval_logs(tmp_path_factory) -> Path:
     """A folder with ``run1/`` (pythia-160m, two runs) and ``run2/`` (parrot-7b), each an lm-eval ``--output_path``."""
-    if not (BIN / "lm_eval").exists():
-        pytest.fail("lm_eval is not installed: pip install -e '.[test]'")
     work = tmp_path_factory.mktemp("lm_eval")
     for f in (DATA / "lm_eval_tasks").iterdir():
         shutil.copy(f, work / f.name)

@@ -133,6 +133,24 @@ def test_every_derived_upload_is_accepted_by_the_ordinary_upload_contract(logs, 
     assert_ordinary_uploads(_read(store(logs, later)).uploads, suffix)
 
 
+def test_a_json_format_log_reads_like_the_eval_log(logs, tmp_path):
+    """The same log written by inspect_ai in its JSON format (``--log-format json``) gives the same upload."""
+    from inspect_ai.log import write_eval_log
+
+    path, log = _log(logs, "arith quiz", "mockllm/beta")
+    write_eval_log(log, str(tmp_path / "quiz.json"), format="json")
+    json_log = store({"incoming/inspect/quiz.json": (tmp_path / "quiz.json").read_bytes()})
+    (from_json,) = _read(json_log).uploads
+    from_eval = _upload(_read(logs), "arith quiz", "mockllm/beta")
+    assert from_json.rows.equals(from_eval.rows) and from_json.spec_yaml == from_eval.spec_yaml
+    assert (from_json.benchmark, from_json.agent) == (from_eval.benchmark, from_eval.agent)
+
+    doc = json.loads((tmp_path / "quiz.json").read_bytes())
+    del doc["samples"][4]["id"]
+    err = only_error(_read(store({"incoming/inspect/quiz.json": json.dumps(doc).encode()})))
+    assert (err.rule, err.row) == ("sample_id_missing", 5) and "sample 5 has no id" in str(err)
+
+
 # -- bad logs ---------------------------------------------------------------------------------------------------------
 
 

@@ -268,7 +268,7 @@ def test_a_reader_that_raises_is_an_error_not_an_exception(run1):
 
     result = read_lm_eval(drop.paths, read)
     err = only_error(result)
-    assert err.rule == "harness_unreadable" and "OSError: connection reset" in str(err)
+    assert err.rule == "lm_eval_unreadable" and "OSError: connection reset" in str(err)
     assert [u.benchmark for u in result.uploads] == ["quiz_mc"]
 
 

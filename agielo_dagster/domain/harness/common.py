@@ -29,6 +29,7 @@ __all__ = [
     "HarnessResult",
     "Reader",
     "check_duplicates",
+    "drops_of",
     "harness_of",
     "infer_spec",
     "merge_specs",
@@ -116,6 +117,16 @@ def harness_of(path: str) -> Drop | None:
         if name.endswith(".json") and len(name) > len(".json"):
             return Drop("eee", "/".join([*parts[:-1], name[: -len(".json")] + "_samples.jsonl"]))
     return None
+
+
+def drops_of(paths: Iterable[str]) -> dict[Drop, list[str]]:
+    """Group a storage listing into drops: each :class:`Drop` with its paths, sorted; other paths are left out."""
+    groups: dict[Drop, list[str]] = {}
+    for path in paths:
+        drop = harness_of(path)
+        if drop is not None:
+            groups.setdefault(drop, []).append(path)
+    return {drop: sorted(group) for drop, group in sorted(groups.items())}
 
 
 def safe_name(original: str) -> str:

@@ -100,11 +100,9 @@ def _read_samples(data: bytes, path: str, configs: dict[str, dict], aggregate: s
         if isinstance(sample_id, bool) or not isinstance(sample_id, (str, int)):
             raise IngestError(path, "sample_id_type", f"sample_id {quote(sample_id)} is not a string", row=record, line=line)
         model, name = obj.get("model_id"), obj.get("evaluation_name")
-        for field, value in (("model_id", model), ("evaluation_name", name)):
+        for field, value, rule in (("model_id", model, "eee_model_missing"), ("evaluation_name", name, "eee_name_missing")):
             if not isinstance(value, str) or not value.strip():
-                raise IngestError(
-                    path, f"eee_{field.split('_')[0]}_missing", f"record has no {field} ({quote(value)})", row=record, line=line
-                )
+                raise IngestError(path, rule, f"record has no {field} ({quote(value)})", row=record, line=line)
         result_id = obj.get("evaluation_result_id")
         column = result_id if isinstance(result_id, str) and result_id else "score"
         evaluation = obj.get("evaluation")

@@ -98,12 +98,12 @@ def read_lm_eval(paths: Sequence[str], read: Reader) -> HarnessResult:
             used.add(results_path)
             if results_path not in results_cache:
                 results_cache[results_path] = None
-                with guarded(results_path, result):
+                with guarded(results_path, result, "lm_eval_unreadable"):
                     results_cache[results_path] = _load_results(read_bytes(read, results_path), results_path)
             results = results_cache[results_path]
             if results is None:
                 continue  # its error is already reported, once
-            with guarded(samples_path, result):
+            with guarded(samples_path, result, "lm_eval_unreadable"):
                 uploads.extend(
                     _read_samples(read_bytes(read, samples_path), samples_path, task, ts, results, results_path, folder)
                 )

@@ -1,0 +1,73 @@
+"""A storage listing with drops of all four harnesses, read as the pipeline will: drops_of, read_drop, read_all."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agielo_dagster.domain.contract import check_name
+from agielo_dagster.domain.harness import drops_of, read_all
+
+from .conftest import drop_of, store
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "harness"
+
+
+def _root(lm_eval_logs, inspect_logs):
+    return store(
+        drop_of(lm_eval_logs / "run1", "incoming/lm-eval/run1"),
+        drop_of(lm_eval_logs / "run2", "incoming/lm-eval/run2"),
+        drop_of(inspect_logs / "logs", "incoming/inspect"),
+        drop_of(DATA / "helm", "incoming/helm"),
+        drop_of(DATA / "eee", "incoming/eee"),
+        {"raw/quiz/agent.csv": b"test_case_id,correct\n1,1\n", "incoming/README.txt": b"notes"},
+    )
+
+
+def test_a_listing_groups_into_drops(lm_eval_logs, inspect_logs):
+    root = _root(lm_eval_logs, inspect_logs)
+    drops = drops_of(root.paths)
+    assert sorted({d.harness for d in drops}) == ["eee", "helm", "inspect", "lm-eval"]
+    assert [d.drop for d in drops if d.harness in ("lm-eval", "helm")] == [
+        "incoming/helm/agielo",
+        "incoming/lm-eval/run1",
+        "incoming/lm-eval/run2",
+    ]
+    assert sum(d.harness == "inspect" for d in drops) == 4 and sum(d.harness == "eee" for d in drops) == 3
+    grouped = [p for paths in drops.values() for p in paths]
+    assert sorted(grouped) == sorted(p for p in root.paths if p.startswith("incoming/") and p != "incoming/README.txt")
+
+
+def test_every_drop_read_at_once(lm_eval_logs, inspect_logs):
+    root = _root(lm_eval_logs, inspect_logs)
+    without_eee = store({p: b for p, b in root.items() if not p.startswith("incoming/eee/")})
+    result = read_all(without_eee.paths, without_eee.read)
+    assert result.errors == []
+    assert len(result.uploads) == 6 + 4 + 3  # lm-eval 2 models × 3, Inspect 2 × 2, HELM 3
+    assert len({(u.benchmark, u.agent) for u in result.uploads}) == len(result.uploads)
+    for up in result.uploads:
+        check_name(up.benchmark, "benchmark", up.sources[0])
+        check_name(up.agent, "agent", up.sources[0])
+        assert set(up.sources) <= set(root.paths)
+
+
+def test_one_model_and_task_as_lm_eval_output_and_as_eee_is_one_claim_too_many(lm_eval_logs, inspect_logs):
+    """The EEE fixture converts lm-eval runs of quiz_mc by the same two models: both sides are refused, by name."""
+    root = _root(lm_eval_logs, inspect_logs)
+    result = read_all(root.paths, root.read)
+    assert {e.rule for e in result.errors} == {"harness_duplicate"} and len(result.errors) == 4
+    assert {e.file.split("/")[1] for e in result.errors} == {"lm-eval", "eee"}
+    claims = {(u.benchmark, u.original_agent) for u in result.uploads}
+    assert ("quiz_mc", "EleutherAI/pythia-160m") not in claims and ("quiz_mc", "acme/parrot-7b") not in claims
+    assert len(result.uploads) == (6 - 2) + 4 + 3 + (4 - 2)
+
+
+def test_the_same_log_in_two_drops_is_refused_in_both(lm_eval_logs, inspect_logs):
+    root = store({p: b for p, b in _root(lm_eval_logs, inspect_logs).items() if not p.startswith("incoming/eee/")})
+    copy = {
+        p.replace("incoming/lm-eval/run2/", "incoming/lm-eval/run2-again/"): b
+        for p, b in root.items()
+        if p.startswith("incoming/lm-eval/run2/")
+    }
+    result = read_all([*root.paths, *copy], store(root, copy).read)
+    assert {e.rule for e in result.errors} == {"harness_duplicate"} and len(result.errors) == 6
+    assert {u.original_agent for u in result.uploads if u.harness == "lm-eval"} == {"EleutherAI/pythia-160m"}
