@@ -60,7 +60,7 @@ def lm_eval_command(model: str, seed: int, output_path: str, tasks: str = "quiz_
 def inspect_command(tasks: list[str], models: str, log_dir: str) -> list[str]:
     """The exact ``inspect eval`` command line of the test logs (run in a copy of tests/data/harness/inspect_tasks)."""
     return [
-        str(BIN / "inspect"),
+        _tool("inspect"),
         "eval",
         *tasks,
         "--model",

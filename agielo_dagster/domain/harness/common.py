@@ -245,7 +245,7 @@ def check_duplicates(uploads: Iterable[DerivedUpload]) -> tuple[list[DerivedUplo
     for up in uploads:
         by_key.setdefault((up.benchmark, up.agent), []).append(up)
     kept, errors = [], []
-    for (benchmark, agent), group in by_key.items():
+    for group in by_key.values():
         if len(group) == 1:
             kept.append(group[0])
             continue
@@ -256,8 +256,7 @@ def check_duplicates(uploads: Iterable[DerivedUpload]) -> tuple[list[DerivedUplo
                 error(
                     up.sources[0],
                     "harness_duplicate",
-                    f"agent {up.original_agent!r} on task {up.original_benchmark!r} (benchmark {benchmark}, agent {agent}) "
-                    f"is also claimed by {', '.join(others)}; keep one of them",
+                    f"also claimed by {', '.join(others)}: agent {up.original_agent!r}, task {up.original_benchmark!r}; keep one",
                 )
             )
     return kept, errors
