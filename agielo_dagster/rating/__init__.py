@@ -8,6 +8,8 @@
 from .estimators import HodgeRankResult, bootstrap, hodge_rank, pairwise_wins, plackett_luce, rasch, robustness
 from .frames import MatchTableError
 from .glicko import (
+    DEFAULT_LEVEL,
+    DEFAULT_SHUFFLES,
     DEFAULT_SNAPSHOT_FRACTIONS,
     DEFAULT_TEST_CASE_SNAPSHOT_FRACTIONS,
     RatingResult,
@@ -18,7 +20,9 @@ from .glicko import (
     update_match,
     update_rating_period,
 )
+from .graph import DisconnectedMatchesWarning
 from .predict import (
+    combined_sigma,
     competency_gaps,
     expected_metric,
     expected_score,
@@ -39,6 +43,10 @@ from .scoring import (
 from .simulate import simulate_matches
 
 __all__ = [
+    "DEFAULT_LEVEL",
+    "DEFAULT_SHUFFLES",
+    "DisconnectedMatchesWarning",
+    "combined_sigma",
     "robustness",
     "rasch",
     "plackett_luce",

@@ -1,7 +1,15 @@
-"""Data frames in and out of the engine: pandas or polars, validated, as arrays.
+"""Data frames in and out of the engine: pandas, polars or pyarrow, validated, as arrays.
 
-The engine works on integer-coded numpy arrays. Functions accept a pandas or a
-polars data frame and answer in the flavour they were given.
+The engine works on integer-coded numpy arrays (int32 codes into sorted id arrays).
+Functions accept a pandas or polars data frame or a ``pyarrow.Table`` and answer
+in the flavour they were given.
+
+A pyarrow table is encoded without a Python object per match: its id columns
+(``string``, ``large_string``, ``string_view`` or ``dictionary<int, string>``, as
+``pyarrow.parquet.read_table(..., read_dictionary=[...])`` gives them) are
+dictionary-encoded in Arrow, the chunks' dictionaries unified, and only the
+distinct ids become Python strings. Numeric columns are read without copying
+where Arrow allows it.
 """
 
 from __future__ import annotations
@@ -9,36 +17,56 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+import numba
 import numpy as np
 import pandas as pd
 
 __all__ = ["MatchTableError", "Matches", "encode_matches", "to_flavour", "to_pandas"]
 
-Flavour = Literal["pandas", "polars"]
+Flavour = Literal["pandas", "polars", "arrow"]
 MATCH_COLUMNS = ("test_case_id", "agent_id", "metric", "score")
 
 
 class MatchTableError(ValueError):
-    """A match table that breaks a rule; names the row, the column and the rule."""
+    """A match table that breaks a rule; names the row, the column and the rule.
 
-    def __init__(self, message: str, *, rule: str, row: int | None = None, column: str | None = None):
+    Attributes
+    ----------
+    rule : str
+        Short name of the rule, e.g. ``"score_in_range"`` or ``"match_unique"``.
+    row : int | None
+        0-based position of the (first) offending row.
+    column : str | None
+        The offending column.
+    rows : tuple of int
+        Every row the message names (e.g. both rows of a duplicate match).
+    """
+
+    def __init__(self, message: str, *, rule: str, row: int | None = None, column: str | None = None, rows: tuple[int, ...] = ()):
         super().__init__(message)
         self.rule = rule
         self.row = row
         self.column = column
+        self.rows = rows or ((row,) if row is not None else ())
 
 
 def flavour_of(df: Any) -> Flavour:
     if isinstance(df, pd.DataFrame):
         return "pandas"
-    if type(df).__module__.startswith("polars"):
+    module = type(df).__module__
+    if module.startswith("polars"):
         return "polars"
-    raise TypeError(f"expected a pandas or polars DataFrame, got {type(df).__name__}")
+    if module.startswith("pyarrow") and type(df).__name__ in ("Table", "RecordBatch"):
+        return "arrow"
+    raise TypeError(f"expected a pandas or polars DataFrame or a pyarrow Table, got {type(df).__name__}")
 
 
 def to_pandas(df: Any) -> pd.DataFrame:
-    """A pandas view of a pandas or polars data frame."""
-    return df if flavour_of(df) == "pandas" else df.to_pandas()
+    """A pandas view of a pandas, polars or pyarrow table."""
+    flavour = flavour_of(df)
+    if flavour == "pandas":
+        return df
+    return df.to_pandas()
 
 
 def to_flavour(df: pd.DataFrame, flavour: Flavour) -> Any:
@@ -46,16 +74,21 @@ def to_flavour(df: pd.DataFrame, flavour: Flavour) -> Any:
     df = df.reset_index(drop=True)
     if flavour == "pandas":
         return df
+    if flavour == "arrow":
+        import pyarrow as pa
+
+        return pa.Table.from_pandas(df, preserve_index=False)
     import polars as pl
 
     return pl.from_pandas(df)
 
 
-def require_columns(df: pd.DataFrame, columns: tuple[str, ...], what: str) -> None:
-    missing = [c for c in columns if c not in df.columns]
+def require_columns(df: Any, columns: tuple[str, ...], what: str) -> None:
+    present = list(df.column_names) if hasattr(df, "column_names") else list(df.columns)
+    missing = [c for c in columns if c not in present]
     if missing:
         raise MatchTableError(
-            f"{what} lacks column(s) {', '.join(missing)}; it has {', '.join(map(str, df.columns)) or 'none'} "
+            f"{what} lacks column(s) {', '.join(missing)}; it has {', '.join(map(str, present)) or 'none'} "
             "(rule: required_columns)",
             rule="required_columns",
             column=missing[0],
@@ -92,30 +125,51 @@ def floats_of(df: pd.DataFrame, column: str, what: str, lo: float = -np.inf, hi:
             row=row,
             column=column,
         ) from None
-    bad = ~np.isfinite(values) | (values < lo) | (values > hi)
-    if bad.any():
-        row = int(np.flatnonzero(bad)[0])
-        rule = f"{column}_finite" if not np.isfinite(values[row]) else f"{column}_in_range"
-        bounds = "a finite number" if rule.endswith("finite") else f"within [{lo:g}, {hi:g}]"
-        raise MatchTableError(
-            f"{what} row {row}: {column} {float(values[row])!r} is not {bounds} ({int(bad.sum())} bad value(s); rule: {rule})",
-            rule=rule,
-            row=row,
-            column=column,
-        )
+    check_floats(values, column, what, lo, hi)
     return values
+
+
+def check_floats(values: np.ndarray, column: str, what: str, lo: float = -np.inf, hi: float = np.inf) -> None:
+    """Refuse NaN, ±inf and values outside [lo, hi], naming the first bad row."""
+    if np.isfinite(lo) or np.isfinite(hi):
+        bad_count = _count_bad(values, float(lo), float(hi))
+    else:
+        bad_count = _count_bad(values, -np.inf, np.inf)
+    if bad_count == 0:
+        return
+    bad = ~np.isfinite(values) | (values < lo) | (values > hi)
+    row = int(np.flatnonzero(bad)[0])
+    rule = f"{column}_finite" if not np.isfinite(values[row]) else f"{column}_in_range"
+    bounds = "a finite number" if rule.endswith("finite") else f"within [{lo:g}, {hi:g}]"
+    raise MatchTableError(
+        f"{what} row {row}: {column} {float(values[row])!r} is not {bounds} ({bad_count} bad value(s); rule: {rule})",
+        rule=rule,
+        row=row,
+        column=column,
+    )
+
+
+@numba.njit(cache=True, nogil=True)
+def _count_bad(values, lo, hi):
+    bad = 0
+    for i in range(len(values)):
+        v = values[i]
+        if not (v >= lo and v <= hi) or not np.isfinite(v):
+            bad += 1
+    return bad
 
 
 @dataclass(frozen=True)
 class Matches:
     """A validated, integer-coded match table.
 
-    ``agent[i]`` and ``test_case[i]`` index ``agent_ids`` and ``test_case_ids``
+    ``agent[i]`` and ``test_case[i]`` (int32) index ``agent_ids`` and ``test_case_ids``
     (both sorted), so codes and output rows are independent of row order.
+    ``metric`` may be the very array ``score`` when the two columns are equal.
     """
 
-    agent: np.ndarray  # int64 codes
-    test_case: np.ndarray  # int64 codes
+    agent: np.ndarray  # int32 codes
+    test_case: np.ndarray  # int32 codes
     score: np.ndarray  # float64 in [0, 1]
     metric: np.ndarray  # float64, finite
     agent_ids: np.ndarray  # object (str)
@@ -125,17 +179,62 @@ class Matches:
     def __len__(self) -> int:
         return len(self.score)
 
+    @property
+    def n_agents(self) -> int:
+        return len(self.agent_ids)
+
+    @property
+    def n_test_cases(self) -> int:
+        return len(self.test_case_ids)
+
     def reordered(self, order: np.ndarray) -> Matches:
         """The same matches, rows taken in ``order`` (ids and codes unchanged)."""
-        return replace(
-            self, agent=self.agent[order], test_case=self.test_case[order], score=self.score[order], metric=self.metric[order]
-        )
+        score = self.score[order]
+        metric = score if self.metric is self.score else self.metric[order]
+        return replace(self, agent=self.agent[order], test_case=self.test_case[order], score=score, metric=metric)
+
+    def subset(self, keep: np.ndarray) -> Matches:
+        """The matches where ``keep`` (a boolean mask or row indices) holds; ids and codes unchanged."""
+        return self.reordered(np.flatnonzero(keep) if np.asarray(keep).dtype == bool else np.asarray(keep))
 
 
-def encode_matches(matches: Any, what: str = "match table") -> Matches:
-    """Validate a match table (pandas or polars) and encode its ids as integers."""
+def encode_matches(matches: Any, what: str = "match table", *, unique: bool = True) -> Matches:
+    """Validate a match table (pandas, polars or pyarrow) and encode its ids as integers.
+
+    Parameters
+    ----------
+    matches : DataFrame or pyarrow.Table
+        ``test_case_id, agent_id, metric, score``: one row per match.
+    what : str
+        How error messages name the table.
+    unique : bool
+        Refuse a repeated (agent, test case) pair (rule ``match_unique``); every
+        estimator of the engine counts a match once, so this is on everywhere.
+
+    Raises
+    ------
+    MatchTableError
+        Naming the row, the column and the rule: ``required_columns``, ``non_empty``,
+        ``id_present``, ``score_numeric``/``metric_numeric``, ``score_finite``/``metric_finite``,
+        ``score_in_range``, ``match_unique``.
+    """
     flavour = flavour_of(matches)
-    df = to_pandas(matches)
+    if flavour == "pandas":
+        m = _encode_pandas(matches, what)
+    else:
+        table = matches.to_arrow() if flavour == "polars" else matches
+        if type(table).__name__ == "RecordBatch":
+            import pyarrow as pa
+
+            table = pa.Table.from_batches([table])
+        m = _encode_arrow(table, what, flavour)
+    if unique:
+        check_unique_matches(m, what)
+    return m
+
+
+def _encode_pandas(matches: pd.DataFrame, what: str) -> Matches:
+    df = matches
     require_columns(df, MATCH_COLUMNS, what)
     if len(df) == 0:
         raise MatchTableError(f"{what} has no rows (rule: non_empty)", rule="non_empty")
@@ -146,11 +245,161 @@ def encode_matches(matches: Any, what: str = "match table") -> Matches:
     test_case, test_case_ids = pd.factorize(test_case_raw, sort=True)
     agent, agent_ids = pd.factorize(agent_raw, sort=True)
     return Matches(
-        agent=agent.astype(np.int64),
-        test_case=test_case.astype(np.int64),
+        agent=agent.astype(np.int32),
+        test_case=test_case.astype(np.int32),
         score=score,
-        metric=metric,
+        metric=score if np.array_equal(metric, score) else metric,
         agent_ids=np.asarray(agent_ids, dtype=object),
         test_case_ids=np.asarray(test_case_ids, dtype=object),
+        flavour="pandas",
+    )
+
+
+def _encode_arrow(table: Any, what: str, flavour: Flavour) -> Matches:
+    require_columns(table, MATCH_COLUMNS, what)
+    if table.num_rows == 0:
+        raise MatchTableError(f"{what} has no rows (rule: non_empty)", rule="non_empty")
+    test_case, test_case_ids = arrow_ids(table.column("test_case_id"), "test_case_id", what)
+    agent, agent_ids = arrow_ids(table.column("agent_id"), "agent_id", what)
+    score = arrow_floats(table.column("score"), "score", what, 0.0, 1.0)
+    metric = arrow_floats(table.column("metric"), "metric", what)
+    return Matches(
+        agent=agent,
+        test_case=test_case,
+        score=score,
+        metric=score if metric is score or _equal(metric, score) else metric,
+        agent_ids=agent_ids,
+        test_case_ids=test_case_ids,
         flavour=flavour,
     )
+
+
+@numba.njit(cache=True, nogil=True)
+def _equal(x, y):
+    for i in range(len(x)):
+        if x[i] != y[i]:
+            return False
+    return True
+
+
+def _first_null(column: Any) -> int:
+    import pyarrow.compute as pc
+
+    return int(pc.index(pc.is_null(column), True).as_py())
+
+
+def arrow_ids(column: Any, name: str, what: str) -> tuple[np.ndarray, np.ndarray]:
+    """An Arrow id column as int32 codes into its sorted distinct ids (Python strings per id, not per row)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if column.null_count:
+        row = _first_null(column)
+        raise MatchTableError(
+            f"{what} row {row}: {name} is missing ({column.null_count} missing; rule: id_present)",
+            rule="id_present",
+            row=row,
+            column=name,
+        )
+    if not pa.types.is_dictionary(column.type):
+        if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
+            column = column.cast(pa.large_string())
+        column = pc.dictionary_encode(column)
+    if column.num_chunks > 1:
+        column = column.unify_dictionaries()
+    chunks = [c for c in column.chunks if len(c)]
+    dictionary = chunks[0].dictionary
+    if not (pa.types.is_string(dictionary.type) or pa.types.is_large_string(dictionary.type)):
+        dictionary = dictionary.cast(pa.large_string())
+    indices = np.empty(len(column), dtype=np.int64)
+    start = 0
+    for chunk in chunks:
+        idx = chunk.indices.to_numpy()
+        indices[start : start + len(idx)] = idx
+        start += len(idx)
+    values = np.asarray(dictionary.to_numpy(zero_copy_only=False), dtype=object)
+    used = np.flatnonzero(np.bincount(indices, minlength=len(values)) > 0)
+    ids, inverse = np.unique(values[used], return_inverse=True)
+    mapping = np.full(len(values), -1, dtype=np.int32)
+    mapping[used] = inverse.astype(np.int32)
+    return _remap(indices, mapping), np.asarray(ids, dtype=object)
+
+
+@numba.njit(cache=True, nogil=True)
+def _remap(indices, mapping):
+    out = np.empty(len(indices), dtype=np.int32)
+    for i in range(len(indices)):
+        out[i] = mapping[indices[i]]
+    return out
+
+
+def arrow_floats(column: Any, name: str, what: str, lo: float = -np.inf, hi: float = np.inf) -> np.ndarray:
+    """An Arrow numeric column as finite float64 within [lo, hi] (zero-copy when it already is)."""
+    import pyarrow as pa
+
+    t = column.type
+    if not (pa.types.is_floating(t) or pa.types.is_integer(t) or pa.types.is_boolean(t) or pa.types.is_decimal(t)):
+        floats_of(pd.DataFrame({name: column.to_pandas()}), name, what, lo, hi)  # raises, naming the row
+        raise MatchTableError(f"{what}: {name} has type {t}, not a number (rule: {name}_numeric)", rule=f"{name}_numeric")
+    if column.null_count:
+        row = _first_null(column)
+        raise MatchTableError(
+            f"{what} row {row}: {name} is missing ({column.null_count} missing; rule: {name}_finite)",
+            rule=f"{name}_finite",
+            row=row,
+            column=name,
+        )
+    if t != pa.float64():
+        column = column.cast(pa.float64())
+    chunks = [c for c in column.chunks if len(c)]
+    values = chunks[0].to_numpy(zero_copy_only=False) if len(chunks) == 1 else np.concatenate([c.to_numpy() for c in chunks])
+    check_floats(values, name, what, lo, hi)
+    return values
+
+
+def check_unique_matches(m: Matches, what: str = "match table") -> None:
+    """Refuse an (agent, test case) pair that occurs on more than one row (rule ``match_unique``)."""
+    first, second, count = _first_duplicate(m.agent, m.test_case, m.n_agents, m.n_test_cases)
+    if count:
+        agent, test_case = m.agent_ids[m.agent[second]], m.test_case_ids[m.test_case[second]]
+        raise MatchTableError(
+            f"{what} rows {first} and {second}: agent {agent!r} meets test case {test_case!r} more than once "
+            f"({count} repeated row(s); each (agent, test case) pair is one match; rule: match_unique)",
+            rule="match_unique",
+            row=int(second),
+            column="agent_id",
+            rows=(int(first), int(second)),
+        )
+
+
+@numba.njit(cache=True, nogil=True)
+def _first_duplicate(agent, test_case, n_agents, n_test_cases):
+    """(first row, repeating row, number of repeated rows) of the earliest repeated (agent, test case) pair."""
+    n = len(agent)
+    start = np.zeros(n_test_cases + 1, dtype=np.int64)
+    for i in range(n):
+        start[test_case[i] + 1] += 1
+    for t in range(n_test_cases):
+        start[t + 1] += start[t]
+    fill = start[:-1].copy()
+    rows = np.empty(n, dtype=np.int64)
+    for i in range(n):  # rows grouped by test case, in row order within a group
+        t = test_case[i]
+        rows[fill[t]] = i
+        fill[t] += 1
+    seen_in = np.full(n_agents, -1, dtype=np.int64)
+    seen_row = np.zeros(n_agents, dtype=np.int64)
+    count = 0
+    best_first, best_second = -1, n
+    for t in range(n_test_cases):
+        for j in range(start[t], start[t + 1]):
+            r = rows[j]
+            a = agent[r]
+            if seen_in[a] == t:
+                count += 1
+                if r < best_second:
+                    best_first, best_second = seen_row[a], r
+            else:
+                seen_in[a] = t
+                seen_row[a] = r
+    return best_first, best_second, count

@@ -59,7 +59,7 @@ def _matches():
 
 def test_row_order_rating_equals_matches_applied_one_by_one():
     matches = _matches()
-    result = rate(matches, shuffle=False)
+    result = rate(matches, shuffle=False, shuffles=1)
     state = {}
     for row in matches.itertuples():
         a = state.get(("a", row.agent_id), (1500.0, 350.0))
@@ -74,17 +74,15 @@ def test_row_order_rating_equals_matches_applied_one_by_one():
 
 
 def test_output_tables_have_the_engine_columns_and_summaries():
-    result = rate(_matches(), shuffle=False)
-    assert list(result.agents.columns) == ["agent_id", "mu", "sigma", "matches", "mean_score", "mean_metric", "mu_order_sd"]
+    result = rate(_matches(), shuffle=False, shuffles=1)
+    assert list(result.agents.columns) == [
+        "agent_id", "mu", "sigma", "matches", "mean_score", "mean_metric", "mu_order_sd",
+        "mu_lo", "mu_hi", "rank", "rank_lo", "rank_hi", "component",
+    ]  # fmt: skip
     assert list(result.test_cases.columns) == [
-        "test_case_id",
-        "mu",
-        "sigma",
-        "matches",
-        "mean_score",
-        "mean_metric",
-        "mu_order_sd",
-    ]
+        "test_case_id", "mu", "sigma", "matches", "mean_score", "mean_metric", "mu_order_sd", "component",
+        "mu_after_1", "sigma_after_1",  # each test case's history (here: at most 2 matches)
+    ]  # fmt: skip
     assert list(result.snapshots.columns) == ["fraction", "kind", "id", "mu", "sigma"]
     tc = result.test_cases.set_index("test_case_id")
     assert tc.loc["q1", "matches"] == 2 and tc.loc["q1", "mean_score"] == 0.0  # both agents solved it
@@ -118,7 +116,7 @@ def test_several_shuffles_report_mean_and_spread():
     from agielo_dagster.rating import simulate_matches
 
     matches = simulate_matches(rng.normal(1500, 250, 200), [1400, 1600, 1800], seed=2)
-    singles = [rate(matches, seed=s) for s in (11,)]
+    singles = [rate(matches, seed=s, shuffles=1) for s in (11,)]
     multi = rate(matches, seed=11, shuffles=4)
     assert multi.agents["mu_order_sd"].gt(0).all()
     assert singles[0].agents["mu_order_sd"].isna().all()
@@ -131,18 +129,28 @@ def test_several_shuffles_report_mean_and_spread():
     # the mean over orders lies within the spread of single orders
     per_order = np.array(
         [
-            rate(matches.iloc[o].reset_index(drop=True), shuffle=False).agents["mu"]
+            rate(matches.iloc[o].reset_index(drop=True), shuffle=False, shuffles=1).agents["mu"]
             for o in match_orders(len(matches), seed=11, shuffle=True, shuffles=4)
         ]
     )
     np.testing.assert_allclose(multi.agents["mu"], per_order.mean(axis=0), atol=1e-9)
     np.testing.assert_allclose(multi.agents["mu_order_sd"], per_order.std(axis=0, ddof=1), atol=1e-9)
+    # σ is the mixture of the orders' posteriors, not the mean σ
+    per_order_sigma = np.array(
+        [
+            rate(matches.iloc[o].reset_index(drop=True), shuffle=False, shuffles=1).agents["sigma"]
+            for o in match_orders(len(matches), seed=11, shuffle=True, shuffles=4)
+        ]
+    )
+    np.testing.assert_allclose(
+        multi.agents["sigma"], np.sqrt((per_order_sigma**2).mean(axis=0) + per_order.var(axis=0)), atol=1e-9
+    )
 
 
 def test_snapshots_follow_the_authors_milestones():
     assert snapshot_ends([0.01, 0.5, 1.0], 1_000_000).tolist() == [10_000, 500_000, 1_000_000]
     assert snapshot_ends([0.01, 1.0], 7).tolist() == [1, 7]
-    result = rate(_matches(), shuffle=False, snapshot_fractions=(0.5, 1.0), test_case_snapshot_fractions=(1.0,))
+    result = rate(_matches(), shuffle=False, shuffles=1, snapshot_fractions=(0.5, 1.0), test_case_snapshot_fractions=(1.0,))
     snaps = result.snapshots
     final = snaps[(snaps.fraction == 1.0) & (snaps.kind == "agent")].set_index("id")
     pd.testing.assert_series_equal(final["mu"], result.agents.set_index("agent_id")["mu"], check_names=False)

@@ -81,7 +81,9 @@ def test_competency_gaps_columns_and_values():
     # 2000 lies between 'hard' (3rd of 4 → 75%) and 'hardest' (100%): two thirds of the way
     assert strong["pct_beaten_50"] == pytest.approx(75 + 25 * 200 / 300)
     weak = gaps.iloc[1]
-    assert weak["pct_beaten_91"] == pytest.approx(25.0)  # below the easiest case: the CDF's first step
+    # 1400 − 401.9 lies below the easiest case (1200): it beats none of them, not the CDF's first step (25 %)
+    assert weak["pct_beaten_91"] == 0.0
+    assert weak["pct_beaten_50"] == pytest.approx(25 + 25 * 200 / 300)
 
 
 def test_competency_gaps_custom_confidences_and_scoring():

@@ -26,6 +26,11 @@ def reference_row(matches, result, fraction, seed):
     snaps = result.snapshots[result.snapshots["fraction"] == fraction]
     agents = snaps[snaps.kind == "agent"].rename(columns={"id": "agent_id"})
     test_cases = snaps[snaps.kind == "test_case"].rename(columns={"id": "test_case_id"})
+    return reference_measures(played, test_cases, agents)
+
+
+def reference_measures(played, test_cases, agents):
+    """ρ, MAE, MSE and the matches outside the bins of ratings against the matches played, with pandas and scipy."""
     tc = played.groupby("test_case_id")["metric"].mean().to_frame().join(test_cases.set_index("test_case_id")["mu"])
     ag = played.groupby("agent_id")["metric"].mean().to_frame().join(agents.set_index("agent_id")["mu"])
     bins = binned_calibration(played, test_cases, agents)
@@ -35,17 +40,46 @@ def reference_row(matches, result, fraction, seed):
         "rho_agents": spearmanr(ag["mu"], ag["metric"])[0],
         "mae": np.average(err.abs(), weights=bins["matches"]),
         "mse": np.average(err**2, weights=bins["matches"]),
+        "matches_outside_bins": len(played) - bins["matches"].sum(),
     }
 
 
-@pytest.mark.parametrize("fraction", [0.05, 0.3, 1.0])
+FRACTIONS = (0.05, 0.3, 1.0)
+
+
+@pytest.mark.parametrize("fraction", FRACTIONS)
 def test_compiled_pass_equals_the_reference(matches, fraction):
-    fractions = (0.05, 0.3, 1.0)
-    result = rate(matches, seed=5, snapshot_fractions=fractions, test_case_snapshot_fractions=fractions)
+    result = rate(matches, seed=5, shuffles=1, snapshot_fractions=FRACTIONS, test_case_snapshot_fractions=FRACTIONS)
     ours = result.reliability.set_index("fraction").loc[fraction]
     ref = reference_row(matches, result, fraction, seed=5)
     for key, value in ref.items():
         assert ours[key] == pytest.approx(value, abs=1e-10), key
+    assert ours["orders"] == 1
+
+
+def test_k_orders_measure_the_published_ratings_on_every_match(matches):
+    single = rate(matches, seed=5, shuffles=1, snapshot_fractions=FRACTIONS, test_case_snapshot_fractions=FRACTIONS)
+    multi = rate(matches, seed=5, shuffles=4, snapshot_fractions=FRACTIONS, test_case_snapshot_fractions=FRACTIONS)
+    # before 100 %: the first order, the paper's single order, as it matures
+    columns = ["fraction", "rho_test_cases", "rho_agents", "mae", "mse", "matches_outside_bins", "orders"]
+    pd.testing.assert_frame_equal(multi.reliability[columns].iloc[:2], single.reliability[columns].iloc[:2])
+    # at 100 %: the mean of the four orders, which is what rate() publishes
+    final = multi.reliability.iloc[-1]
+    assert final["orders"] == 4
+    ref = reference_measures(matches, multi.test_cases, multi.agents)
+    for key, value in ref.items():
+        assert final[key] == pytest.approx(value, abs=1e-10), key
+    assert final["mae"] != single.reliability["mae"].iloc[-1]
+
+
+def test_matches_outside_the_bins_are_counted_on_the_real_benchmark(demo_digits):
+    # strong classifiers against easy images: some rating differences exceed the authors' last edge (+1150)
+    result = rate(demo_digits, seed=3)
+    final = result.reliability.iloc[-1]
+    ref = reference_measures(demo_digits, result.test_cases, result.agents)
+    assert final["matches_outside_bins"] == ref["matches_outside_bins"]
+    assert final["matches_outside_bins"] > 0  # 316 of 35,940 with seed 3
+    assert final["mae"] == pytest.approx(ref["mae"], abs=1e-10)
 
 
 def test_signs_and_trend(matches):

@@ -31,7 +31,7 @@ def wins_of(m: Matches, *, by: str = "metric") -> np.ndarray:
     values = m.metric if by == "metric" else m.score
     n_t, n_a = len(m.test_case_ids), len(m.agent_ids)
     table = np.full((n_t, n_a), np.nan)
-    table[m.test_case, m.agent] = values  # a repeated (agent, test case) keeps its last value
+    table[m.test_case, m.agent] = values  # encode_matches refuses repeated (agent, test case) pairs
     present = ~np.isnan(table)
     wins = np.zeros((n_a, n_a))
     for i in range(n_a):

@@ -1,7 +1,8 @@
 """Honest error bars: bootstrap over test cases, and robustness to missing measurements.
 
-AGI-Elo ratings come from one order of sequential updates, and σ says little about real
-uncertainty. Two complements:
+AGI-Elo ratings come from an order of sequential updates, and σ says little about real
+uncertainty. :func:`~agielo_dagster.rating.rate` reports ``mu_lo, mu_hi`` (match order and
+test-case sampling, from an analytic variance); two resampling complements:
 
 - :func:`bootstrap` resamples the test cases with replacement (each drawn copy is a distinct
   player) and re-estimates; percentile intervals for agent ratings, competency gaps and
@@ -16,8 +17,9 @@ import numpy as np
 import pandas as pd
 from scipy.stats import kendalltau
 
+from .._kernels import run_segment
 from ..frames import Matches, encode_matches, flavour_of, to_flavour
-from ..glicko import _run_matches, match_orders
+from ..glicko import match_orders
 from ._scale import LOGIT_TO_ELO
 from .plackett_luce import bradley_terry_mle, wins_of
 
@@ -31,7 +33,9 @@ def _agielo_ratings(m: Matches, seed: int) -> tuple[np.ndarray, np.ndarray]:
     o = m.reordered(order)
     a_mu, a_sig = np.full(len(m.agent_ids), 1500.0), np.full(len(m.agent_ids), 350.0)
     t_mu, t_sig = np.full(len(m.test_case_ids), 1500.0), np.full(len(m.test_case_ids), 350.0)
-    _run_matches(o.agent, o.test_case, o.score, 0, len(o), a_mu, a_sig, t_mu, t_sig, True)
+    no_history = np.empty((0, len(t_mu)))
+    played = np.zeros(len(t_mu), dtype=np.int64)
+    run_segment(o.agent, o.test_case, o.score, 0, len(o), False, a_mu, a_sig, t_mu, t_sig, played, no_history, no_history)
     return a_mu, t_mu
 
 
@@ -50,7 +54,7 @@ def _resample_test_cases(m: Matches, rng: np.random.Generator) -> Matches:
     rows = order[np.repeat(starts[drawn], sizes) + offsets]
     return Matches(
         agent=m.agent[rows],
-        test_case=np.repeat(np.arange(len(drawn)), sizes),
+        test_case=np.repeat(np.arange(len(drawn), dtype=np.int32), sizes),
         score=m.score[rows],
         metric=m.metric[rows],
         agent_ids=m.agent_ids,

@@ -1,0 +1,364 @@
+"""Compiled loops of the engine (numba, ``nogil``: safe to run in parallel Python threads).
+
+Nothing here allocates per match in Python or keeps global state; random numbers come
+from explicitly seeded generators passed in.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+Q = math.log(10.0) / 400.0
+_G_SCALE = 3.0 * Q * Q / (math.pi * math.pi)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def g1(sigma):
+    """Glicko's g(σ) of one rating deviation."""
+    return 1.0 / math.sqrt(1.0 + _G_SCALE * sigma * sigma)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def match_update(mu_a, sig_a, mu_t, sig_t, s):
+    """One AGI-Elo match: both players updated from their pre-match values (Glicko-1, one-game period)."""
+    g_t = g1(sig_t)
+    g_a = g1(sig_a)
+    e_a = 1.0 / (1.0 + 10.0 ** (-g_t * (mu_a - mu_t) / 400.0))
+    e_t = 1.0 / (1.0 + 10.0 ** (-g_a * (mu_t - mu_a) / 400.0))
+    var_a = 1.0 / (1.0 / (sig_a * sig_a) + Q * Q * g_t * g_t * e_a * (1.0 - e_a))
+    var_t = 1.0 / (1.0 / (sig_t * sig_t) + Q * Q * g_a * g_a * e_t * (1.0 - e_t))
+    return (
+        mu_a + Q * var_a * g_t * (s - e_a),
+        math.sqrt(var_a),
+        mu_t + Q * var_t * g_a * ((1.0 - s) - e_t),
+        math.sqrt(var_t),
+    )
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def run_segment(agent, test_case, score, done, stop, reverse, a_mu, a_sig, t_mu, t_sig, t_played, rec_mu, rec_sig):
+    """Play matches ``done:stop`` of an order, updating the state in place.
+
+    The arrays hold the matches in processing order; with ``reverse`` the order is read
+    backwards (match k is row ``n − 1 − k``), which is the antithetic twin of the forward order.
+    Each test case's state after its match 1, 2, 4, 8, … is recorded: ``rec_mu[l, t]``,
+    ``rec_sig[l, t]`` after match 2^l (levels ``l < rec_mu.shape[0]``, none with an empty
+    array); ``t_played`` counts each test case's matches so far.
+    """
+    n = len(agent)
+    levels = rec_mu.shape[0]
+    for k in range(done, stop):
+        i = n - 1 - k if reverse else k
+        a = agent[i]
+        t = test_case[i]
+        mu_a, sig_a, mu_t, sig_t = match_update(a_mu[a], a_sig[a], t_mu[t], t_sig[t], score[i])
+        a_mu[a] = mu_a
+        a_sig[a] = sig_a
+        t_mu[t] = mu_t
+        t_sig[t] = sig_t
+        c = t_played[t] + 1
+        t_played[t] = c
+        if c & (c - 1) == 0:
+            level = 0
+            while (1 << level) < c:
+                level += 1
+            if level < levels:
+                rec_mu[level, t] = mu_t
+                rec_sig[level, t] = sig_t
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def run_agents_only(agent, mu_t_of, sig_t_of, score, a_mu, a_sig):
+    """Play matches in array order against opponents whose ratings are given per match (frozen)."""
+    for i in range(len(agent)):
+        a = agent[i]
+        mu_a, sig_a, _, _ = match_update(a_mu[a], a_sig[a], mu_t_of[i], sig_t_of[i], score[i])
+        a_mu[a] = mu_a
+        a_sig[a] = sig_a
+
+
+@numba.njit(cache=True, nogil=True)
+def running_sums(agent, test_case, metric, done, stop, a_count, a_sum, t_count, t_sum):
+    for i in range(done, stop):
+        a_count[agent[i]] += 1
+        a_sum[agent[i]] += metric[i]
+        t_count[test_case[i]] += 1
+        t_sum[test_case[i]] += metric[i]
+
+
+@numba.njit(cache=True, nogil=True)
+def gather(order, agent, test_case, score, out_agent, out_test_case, out_score):
+    """The matches taken in ``order`` (one pass of random reads, sequential writes)."""
+    for i in range(len(order)):
+        j = order[i]
+        out_agent[i] = agent[j]
+        out_test_case[i] = test_case[j]
+        out_score[i] = score[j]
+
+
+@numba.njit(cache=True, nogil=True)
+def gather_values(order, values, out):
+    for i in range(len(order)):
+        out[i] = values[order[i]]
+
+
+@numba.njit(cache=True, nogil=True)
+def _splitmix(x):
+    x = (x + np.uint64(0x9E3779B97F4A7C15)) & np.uint64(0xFFFFFFFFFFFFFFFF)
+    z = x
+    z = ((z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)) & np.uint64(0xFFFFFFFFFFFFFFFF)
+    z = ((z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)) & np.uint64(0xFFFFFFFFFFFFFFFF)
+    return z ^ (z >> np.uint64(31))
+
+
+@numba.njit(cache=True, nogil=True)
+def _uniform(key, i):
+    """A uniform double in [0, 1) from a 64-bit key and a counter (SplitMix64; no hidden state)."""
+    return float(_splitmix(key ^ _splitmix(np.uint64(i))) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+
+
+@numba.njit(cache=True, nogil=True)
+def shuffled_copy(key, n_buckets, agent, test_case, score, out_agent, out_test_case, out_score):
+    """A uniformly random permutation of the matches, written straight into the output arrays.
+
+    Each match draws a bucket (a uniform key's leading part), is scattered into its bucket in
+    one sequential pass, and each bucket is then shuffled in cache (Fisher-Yates): sorting by
+    iid uniform keys, so every order is equally likely. Cache-friendly where a plain
+    Fisher-Yates over 10⁸ matches is bound by memory latency.
+    """
+    n = len(agent)
+    start = np.zeros(n_buckets + 1, dtype=np.int64)
+    for i in range(n):
+        start[int(_uniform(key, i) * n_buckets) + 1] += 1
+    for b in range(n_buckets):
+        start[b + 1] += start[b]
+    fill = start[:-1].copy()
+    for i in range(n):
+        b = int(_uniform(key, i) * n_buckets)
+        p = fill[b]
+        fill[b] = p + 1
+        out_agent[p] = agent[i]
+        out_test_case[p] = test_case[i]
+        out_score[p] = score[i]
+    key2 = _splitmix(key ^ np.uint64(0x5851F42D4C957F2D))
+    for b in range(n_buckets):
+        lo = start[b]
+        for j in range(start[b + 1] - 1, lo, -1):
+            r = lo + int(_uniform(key2, j) * (j - lo + 1))
+            out_agent[j], out_agent[r] = out_agent[r], out_agent[j]
+            out_test_case[j], out_test_case[r] = out_test_case[r], out_test_case[j]
+            out_score[j], out_score[r] = out_score[r], out_score[j]
+
+
+@numba.njit(cache=True, nogil=True)
+def group_by(codes, n_groups, values_a, values_b, out_a, out_b):
+    """Stable counting sort of rows by ``codes``: ``out_*`` hold the rows group by group, in row order.
+
+    Returns the group starts (length ``n_groups + 1``).
+    """
+    start = np.zeros(n_groups + 1, dtype=np.int64)
+    for i in range(len(codes)):
+        start[codes[i] + 1] += 1
+    for c in range(n_groups):
+        start[c + 1] += start[c]
+    fill = start[:-1].copy()
+    for i in range(len(codes)):
+        c = codes[i]
+        p = fill[c]
+        fill[c] = p + 1
+        out_a[p] = values_a[i]
+        out_b[p] = values_b[i]
+    return start
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def binned_errors_by_agent(start, played, csr_test_case, csr_score, a_lo, a_hi, a_mu, t_mu, bin_lo, bin_width, n_bins, out):
+    """Per agent ``a_lo ≤ a < a_hi``: the authors' binned calibration of its first ``played[a]`` matches.
+
+    ``csr_*`` hold each agent's matches in processing order (rows ``start[a]:start[a+1]``).
+    Bins of d = μ_a − μ_t are left-closed, ``bin_lo + bin_width·b``. Each (agent, bin) compares
+    the mean score with 1/(1 + 10^(−d̄/400)). Writes per agent into ``out[a]``: weight (matches in
+    bins), Σ count·|err|, Σ count·err², matches outside the bins.
+    """
+    span = bin_width * n_bins
+    count = np.zeros((4, n_bins))
+    ssum = np.zeros((4, n_bins))
+    tsum = np.zeros((4, n_bins))
+    for a in range(a_lo, a_hi):
+        count[:] = 0.0
+        ssum[:] = 0.0
+        tsum[:] = 0.0
+        off = a_mu[a] - bin_lo
+        outside = 0
+        s0 = start[a]
+        for j in range(s0, s0 + played[a]):
+            m = t_mu[csr_test_case[j]]
+            x = off - m
+            if x >= 0.0 and x < span:
+                b = int(x / bin_width)  # x >= 0: truncation is floor
+                lane = j & 3  # four interleaved accumulators: no store-to-load chain on one bin
+                count[lane, b] += 1.0
+                ssum[lane, b] += csr_score[j]
+                tsum[lane, b] += m
+            else:
+                outside += 1
+        w = 0.0
+        abs_err = 0.0
+        sq_err = 0.0
+        for b in range(n_bins):
+            c = count[0, b] + count[1, b] + count[2, b] + count[3, b]
+            if c > 0.0:
+                d_mean = a_mu[a] - (tsum[0, b] + tsum[1, b] + tsum[2, b] + tsum[3, b]) / c
+                err = 1.0 / (1.0 + 10.0 ** (-d_mean / 400.0)) - (ssum[0, b] + ssum[1, b] + ssum[2, b] + ssum[3, b]) / c
+                w += c
+                abs_err += c * abs(err)
+                sq_err += c * err * err
+        out[a, 0] = w
+        out[a, 1] = abs_err
+        out[a, 2] = sq_err
+        out[a, 3] = outside
+
+
+@numba.njit(cache=True, nogil=True)
+def average_ranks(x, idx):
+    """1-based ranks of ``x`` given its sorting permutation ``idx``; ties share their mean rank."""
+    n = len(x)
+    ranks = np.empty(n)
+    i = 0
+    while i < n:
+        j = i
+        while j + 1 < n and x[idx[j + 1]] == x[idx[i]]:
+            j += 1
+        r = 0.5 * (i + j) + 1.0
+        for q in range(i, j + 1):
+            ranks[idx[q]] = r
+        i = j + 1
+    return ranks
+
+
+@numba.njit(cache=True, nogil=True)
+def pearson(x, y):
+    xm = x - x.mean()
+    ym = y - y.mean()
+    sxx = (xm * xm).sum()
+    syy = (ym * ym).sum()
+    if sxx == 0.0 or syy == 0.0:
+        return np.nan
+    return (xm * ym).sum() / np.sqrt(sxx * syy)
+
+
+def spearman_played(rating: np.ndarray, mean_metric: np.ndarray) -> float:
+    """Spearman ρ (average ranks for ties) over the players that have played (mean not NaN)."""
+    played = ~np.isnan(mean_metric)
+    if played.sum() < 2:
+        return np.nan
+    x, y = rating[played], mean_metric[played]
+    return float(pearson(average_ranks(x, np.argsort(x)), average_ranks(y, np.argsort(y))))
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def sandwich_sums(agent, test_case, score, a_mu, a_sig, t_mu, t_sig, n_agents):
+    """Per agent: Σ g²(S − E)²/(1 − h)² and Σ g²E(1 − E) over its matches, at the given ratings.
+
+    E = 1/(1 + 10^(−g(σ_t)(μ_a − μ_t)/400)); h = q²σ_t²g(σ_a)²E(1 − E) is the share of the
+    test case's information that came from this very match (its rating absorbed the result),
+    so (S − E)/(1 − h) is the residual the agent would see against the test case rated without it.
+    """
+    num = np.zeros(n_agents)
+    info = np.zeros(n_agents)
+    for i in range(len(agent)):
+        a = agent[i]
+        t = test_case[i]
+        g_t = g1(t_sig[t])
+        e = 1.0 / (1.0 + 10.0 ** (-g_t * (a_mu[a] - t_mu[t]) / 400.0))
+        g_a = g1(a_sig[a])
+        h = Q * Q * t_sig[t] * t_sig[t] * g_a * g_a * e * (1.0 - e)
+        if h > 0.5:
+            h = 0.5
+        r = g_t * (score[i] - e) / (1.0 - h)
+        num[a] += r * r
+        info[a] += g_t * g_t * e * (1.0 - e)
+    return num, info
+
+
+@numba.njit(cache=True, nogil=True)
+def agent_components(agent, test_case, n_agents, n_test_cases):
+    """Connected components of the bipartite match graph, found by union-find over agents.
+
+    Returns (root of each agent, first agent met by each test case).
+    """
+    parent = np.arange(n_agents)
+    first = np.full(n_test_cases, -1, dtype=np.int64)
+    for i in range(len(agent)):
+        a = agent[i]
+        t = test_case[i]
+        f = first[t]
+        if f < 0:
+            first[t] = a
+            continue
+        # find roots with path halving
+        x = a
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        y = f
+        while parent[y] != y:
+            parent[y] = parent[parent[y]]
+            y = parent[y]
+        if x != y:
+            if x < y:
+                parent[y] = x
+            else:
+                parent[x] = y
+    for a in range(n_agents):
+        x = a
+        while parent[x] != x:
+            x = parent[x]
+        parent[a] = x
+    return parent, first
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def replay_agent(slot, test_case, score, played, level_mu, level_prec, final_mu, final_prec, init_mu, init_sigma):
+    """One new agent's Glicko pass against test cases frozen along their rating histories.
+
+    The matches are given in the order the agent plays them; ``slot[k]`` is how many of its
+    ``played[t]`` matches the test case had played when the agent met it. The test case's state
+    after j matches is known at j = 0 (the start), 1, 2, 4, 8, … (``level_*``, the mean over
+    orders and the precision 1/σ² of the mixture) and at j = ``played`` (its final rating);
+    between those points μ and 1/σ² are interpolated linearly in j.
+    """
+    mu = init_mu
+    sig = init_sigma
+    levels = level_mu.shape[0]
+    init_prec = 1.0 / (init_sigma * init_sigma)
+    for k in range(len(slot)):
+        t = test_case[k]
+        j = slot[k]
+        n_t = played[t]
+        if j <= 0:
+            m, p = init_mu, init_prec
+        elif j >= n_t:
+            m, p = final_mu[t], final_prec[t]
+        else:
+            level = 0
+            while (2 << level) <= j:
+                level += 1
+            if level >= levels:  # beyond the recorded levels: between the last one and the final rating
+                level = levels - 1
+            j0 = 1 << level
+            m0, p0 = level_mu[level, t], level_prec[level, t]
+            j1 = 2 * j0
+            if level + 1 < levels and j1 < n_t:
+                m1, p1 = level_mu[level + 1, t], level_prec[level + 1, t]
+            else:
+                j1 = n_t
+                m1, p1 = final_mu[t], final_prec[t]
+            w = (j - j0) / (j1 - j0)
+            m = (1.0 - w) * m0 + w * m1
+            p = (1.0 - w) * p0 + w * p1
+        mu, sig, _, _ = match_update(mu, sig, m, 1.0 / math.sqrt(p), score[k])
+    return mu, sig

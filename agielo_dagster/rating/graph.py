@@ -1,0 +1,57 @@
+"""Which players the matches link: connected components of the (agent, test case) graph.
+
+Ratings are comparable only within a component. Two agents with no chain of shared test
+cases between them are rated on scales that nothing ties together (each component's
+ratings drift from the same start, 1500, on their own), so their order means nothing.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from ._kernels import agent_components
+from .frames import Matches
+
+__all__ = ["DisconnectedMatchesWarning", "components", "warn_if_disconnected"]
+
+
+class DisconnectedMatchesWarning(UserWarning):
+    """The match graph falls apart: ratings of different components are not comparable."""
+
+
+def components(m: Matches) -> tuple[int, np.ndarray, np.ndarray]:
+    """Connected components of the match graph.
+
+    Returns
+    -------
+    (n_components, agent_component, test_case_component)
+        Components are numbered 0, 1, … by decreasing number of matches (ties: the
+        component holding the first agent id comes first); component 0 is the main one.
+    """
+    root, first = agent_components(m.agent, m.test_case, m.n_agents, m.n_test_cases)
+    roots, agent_label = np.unique(root, return_inverse=True)
+    n = len(roots)
+    if n == 1:
+        return 1, np.zeros(m.n_agents, dtype=np.int64), np.zeros(m.n_test_cases, dtype=np.int64)
+    size = np.bincount(agent_label[m.agent], minlength=n)
+    smallest_agent = np.full(n, m.n_agents, dtype=np.int64)
+    np.minimum.at(smallest_agent, agent_label, np.arange(m.n_agents))
+    rank = np.empty(n, dtype=np.int64)
+    rank[np.lexsort((smallest_agent, -size))] = np.arange(n)
+    agent_component = rank[agent_label]
+    return n, agent_component, agent_component[first]
+
+
+def warn_if_disconnected(n_components: int, agent_component: np.ndarray, agent_ids: np.ndarray, what: str) -> None:
+    if n_components > 1:
+        sizes = np.bincount(agent_component)
+        example = agent_ids[np.flatnonzero(agent_component == 1)[0]]
+        warnings.warn(
+            f"{what}: the matches fall into {n_components} groups that share no test case (agents per group: "
+            f"{', '.join(map(str, sizes.tolist()))}; e.g. {example!r} is not linked to group 0). Ratings, ranks and "
+            "gaps compare only within a group: see the `component` column",
+            DisconnectedMatchesWarning,
+            stacklevel=3,
+        )
