@@ -1,139 +1,176 @@
 """``agielo``: the pipeline without the daemon, for CI jobs and notebooks.
 
-    agielo run  [--storage URI] [--strict]   ingest new or changed uploads, re-rate what is stale
-    agielo demo [--storage URI]              write the embedded demo data, then run
+    agielo run  [--storage URI] [--strict] [--create] [--instance DIR]   bring every stale benchmark up to date
+    agielo demo [--storage URI] [--instance DIR]                         write the embedded demo data, then run
 
-Runs go through Dagster on the same instance as the UI: ``DAGSTER_HOME`` when set, else
-``./.dagster_home``. The same assets, checks and storage as ``dagster dev``.
+Runs go through Dagster on the same instance as the UI: ``--instance``, else ``DAGSTER_HOME``, else
+``./.dagster_home``. The same assets, checks and storage as ``dagster dev``; the same question decides
+what runs (:mod:`agielo_dagster.planning`), so a run beside a running daemon rates nothing twice.
+
+Exit codes: 0 done; 2 some upload is rejected or refused and ``--strict`` was given; 1 could not run
+(storage unreachable or misconfigured, a run failed). One line per problem, no tracebacks
+(``--debug`` shows them).
 """
 
+from __future__ import annotations
+
 import argparse
-import io
+import fcntl
 import os
 import sys
 import time
-import warnings
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import dagster as dg
-import pandas as pd
 
-from agielo_dagster.assets.matches import current_uploads
-from agielo_dagster.assets.quarantine import read_quarantine
-from agielo_dagster.resources.storage import ObjectStorage, default_root, is_upload
-from agielo_dagster.resources.warehouse import warehouse_path
-
+from .assets.partitions import benchmark_partitions
+from .assets.quarantine import read_quarantine
 from .definitions import build_definitions
-from .sensors import already_seen, plan_ingest
+from .domain.layout import warehouse_path
+from .domain.lineage import CODE_VERSION
+from .domain.status import benchmark_state, scan_raw
+from .domain.store import StorageError, Store, default_root
+from .planning import plan_runs, state_key
+from .resources.storage import ObjectStorage
+from .runs import BENCHMARK_TAG, STATE_TAG, TRIGGER_TAG, fail_orphaned_runs, process_tags
+
+DEFAULT_HOME = ".dagster_home"
+DEFAULT_INSTANCE_YAML = "telemetry:\n  enabled: false\n"
 
 
-def get_instance() -> dg.DagsterInstance:
-    """The instance the UI uses: ``DAGSTER_HOME``, or ``./.dagster_home`` (created if needed)."""
-    if not os.environ.get("DAGSTER_HOME"):
-        home = Path(".dagster_home").resolve()
-        home.mkdir(exist_ok=True)
-        (home / "dagster.yaml").touch()
-        os.environ["DAGSTER_HOME"] = str(home)
-    return dg.DagsterInstance.get()
+def get_instance(home: str | os.PathLike | None = None) -> dg.DagsterInstance:
+    """The instance the UI uses: ``home``, ``DAGSTER_HOME``, or ``./.dagster_home`` (created if needed).
 
-
-def stale_benchmarks(storage: ObjectStorage, benchmarks: set[str]) -> set[str]:
-    """Benchmarks whose outputs are missing or were rated from other inputs than their current uploads."""
-    stale = set()
-    for benchmark in sorted(benchmarks):
-        manifest = warehouse_path("input_manifests", benchmark)
-        if not storage.exists(warehouse_path("competency_gap_tables", benchmark)) or not storage.exists(manifest):
-            stale.add(benchmark)
-            continue
+    The first start of a new instance creates its storage tables; two processes starting at once on
+    one new home take turns (a file lock), so neither trips over the other's half-made tables.
+    """
+    path = Path(home or os.environ.get("DAGSTER_HOME") or DEFAULT_HOME).resolve()
+    path.mkdir(parents=True, exist_ok=True)
+    os.environ["DAGSTER_HOME"] = str(path)
+    with open(path / ".agielo.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
         try:
-            uploads, _ = current_uploads(storage, benchmark)
-        except dg.Failure:
-            stale.add(benchmark)  # the run reports why
-            continue
-        rated = pd.read_parquet(io.BytesIO(storage.read_bytes(manifest)), columns=["source_path", "source_version"])
-        if set(rated.itertuples(index=False, name=None)) != {(u.source_path, u.source_version) for u in uploads}:
-            stale.add(benchmark)
-    return stale
+            if not (path / "dagster.yaml").exists():
+                (path / "dagster.yaml").write_text(DEFAULT_INSTANCE_YAML)
+            instance = dg.DagsterInstance.from_config(str(path))
+            # touch every storage so its tables exist before the lock is released
+            instance.get_runs(limit=1)
+            instance.all_instigator_state()
+            instance.get_dynamic_partitions(benchmark_partitions.name)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+    return instance
 
 
 @dataclass
 class RunSummary:
     uploads_ingested: int = 0
     benchmarks_rated: list[str] = field(default_factory=list)
+    withdrawn: list[str] = field(default_factory=list)
     failed_runs: list[str] = field(default_factory=list)
-    refused: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
 
-def run_pipeline(storage: ObjectStorage, instance: dg.DagsterInstance, *, log_level: str = "WARNING") -> RunSummary:
-    """Ingest what changed and re-rate what is stale, through Dagster jobs on ``instance``."""
+def _quiet(log_level: str) -> dict:
+    return {"loggers": {"console": {"config": {"log_level": log_level}}}}
+
+
+def _first_error(result: dg.ExecuteInProcessResult) -> str:
+    for event in result.all_events:
+        if event.is_step_failure and event.step_failure_data.error:
+            error = event.step_failure_data.error
+            while error.cause and error.cls_name in ("DagsterExecutionStepExecutionError", "RetryRequestedFromPolicy"):
+                error = error.cause
+            return error.message.strip().splitlines()[0][:300]
+    return f"run {result.run_id} failed"
+
+
+def _materialized(result: dg.ExecuteInProcessResult, asset: str) -> dict | None:
+    for event in result.get_asset_materialization_events():
+        materialization = event.step_materialization_data.materialization
+        if materialization.asset_key == dg.AssetKey(asset):
+            return {k: getattr(v, "value", v) for k, v in materialization.metadata.items()}
+    return None
+
+
+def run_pipeline(
+    storage: ObjectStorage, instance: dg.DagsterInstance, *, log_level: str = "CRITICAL", create: bool = False
+) -> RunSummary:
+    """Bring every stale benchmark up to date, then the quarantine report, through Dagster jobs on ``instance``."""
     started = time.perf_counter()
-    quiet = {"loggers": {"console": {"config": {"log_level": log_level}}}}
+    store = storage.store
+    store.check_root(create=create)
     defs = build_definitions(storage)
-    files = storage.list_raw()
-    plan = plan_ingest(instance, files, already_seen(storage, files))
-    summary = RunSummary(uploads_ingested=len(plan.uploads), refused=plan.refused)
-    ingest = defs.resolve_job_def("ingest_uploads")
-    for request in plan.run_requests:
-        if request.job_name != "ingest_uploads":
-            continue
-        result = ingest.execute_in_process(
-            run_config=quiet, instance=instance, partition_key=request.partition_key, tags=request.tags, raise_on_error=False
+    fail_orphaned_runs(instance)
+    plan = plan_runs(store, instance)
+    if plan.new_partitions:
+        instance.add_dynamic_partitions(benchmark_partitions.name, plan.new_partitions)
+    summary = RunSummary()
+    job = defs.resolve_job_def("rate_benchmarks")
+    # benchmarks with a run in progress elsewhere are run too: the run waits for the other, then finds them current
+    for benchmark in sorted({*plan.to_rate, *plan.busy, *plan.given_up}):
+        tags = {BENCHMARK_TAG: benchmark, TRIGGER_TAG: "cli", STATE_TAG: state_key(plan.states[benchmark]), **process_tags()}
+        result = job.execute_in_process(
+            run_config=_quiet(log_level), instance=instance, partition_key=benchmark, tags=tags, raise_on_error=False
         )
-        if not result.success and not _only_rejections(result):
-            summary.failed_runs.append(f"ingest {request.tags.get('agielo/benchmark')}: {_first_error(result)}")
-    benchmarks = {f.benchmark for f in files if is_upload(f)} & set(instance.get_dynamic_partitions("benchmarks"))
-    rate = defs.resolve_job_def("rate_benchmarks")
-    for benchmark in sorted(stale_benchmarks(storage, benchmarks)):
-        result = rate.execute_in_process(run_config=quiet, instance=instance, partition_key=benchmark, raise_on_error=False)
-        (summary.benchmarks_rated if result.success else summary.failed_runs).append(
-            benchmark if result.success else f"rate {benchmark}: {_first_error(result)}"
+        if not result.success:
+            summary.failed_runs.append(f"rate {benchmark}: {_first_error(result)}")
+        ledger = _materialized(result, "upload_ledger") or {}
+        summary.uploads_ingested += int(ledger.get("validated_in_this_run", 0))
+        if _materialized(result, "benchmark_reports") is not None:
+            summary.benchmarks_rated.append(benchmark)
+        elif result.success and not benchmark_state(store, benchmark, CODE_VERSION).accepted:
+            summary.withdrawn.append(benchmark)
+    raw = scan_raw(store)
+    gone = [
+        b
+        for b in instance.get_dynamic_partitions(benchmark_partitions.name)
+        if benchmark_state(store, b, CODE_VERSION, raw).vanished
+    ]
+    for benchmark in gone:
+        instance.delete_dynamic_partition(benchmark_partitions.name, benchmark)
+    if plan_runs(store, instance).quarantine_stale:
+        result = defs.resolve_job_def("report_quarantine").execute_in_process(
+            run_config=_quiet(log_level), instance=instance, tags={TRIGGER_TAG: "cli"}, raise_on_error=False
         )
-    if plan.run_requests or summary.benchmarks_rated or not storage.exists(warehouse_path("quarantine_report", None)):
-        defs.resolve_job_def("report_quarantine").execute_in_process(run_config=quiet, instance=instance, raise_on_error=False)
+        if not result.success:
+            summary.failed_runs.append(f"quarantine report: {_first_error(result)}")
     summary.seconds = time.perf_counter() - started
     return summary
 
 
-def _step_errors(result: dg.ExecuteInProcessResult) -> list:
-    return [e.step_failure_data.error for e in result.all_events if e.is_step_failure and e.step_failure_data.error]
-
-
-def _only_rejections(result: dg.ExecuteInProcessResult) -> bool:
-    """The run failed only because the blocking quality check stopped rejected uploads (listed separately)."""
-    errors = _step_errors(result)
-    return bool(errors) and all(e.cls_name == "DagsterAssetCheckFailedError" for e in errors)
-
-
-def _first_error(result: dg.ExecuteInProcessResult) -> str:
-    errors = _step_errors(result)
-    return errors[0].message.strip().splitlines()[0] if errors else f"run {result.run_id} failed"
-
-
-def print_summary(storage: ObjectStorage, summary: RunSummary, out=sys.stdout) -> None:
-    print(f"agielo: storage {storage.root}", file=out)
+def print_summary(store: Store, summary: RunSummary, out=sys.stdout) -> int:
+    """Print what the run did and where every benchmark stands; returns the number of rejected or refused files."""
+    print(f"agielo: storage {store.where}", file=out)
     print(
-        f"ingested {summary.uploads_ingested} upload(s); rated {len(summary.benchmarks_rated)} benchmark(s) in {summary.seconds:.1f} s",
+        f"ingested {summary.uploads_ingested} upload(s); rated {len(summary.benchmarks_rated)} benchmark(s) "
+        f"in {summary.seconds:.1f} s",
         file=out,
     )
-    for benchmark in sorted(storage.list_dir("warehouse/competency_gap_tables")):
-        name = benchmark.removesuffix(".parquet")
-        gaps = pd.read_parquet(io.BytesIO(storage.read_bytes(warehouse_path("competency_gap_tables", name))))
-        rel = pd.read_parquet(io.BytesIO(storage.read_bytes(warehouse_path("reliability_reports", name)))).iloc[-1]
+    for benchmark in sorted(n.removesuffix(".parquet") for n in store.list_dir("warehouse/competency_gap_tables")):
+        try:
+            gaps = store.read_table(warehouse_path("competency_gap_tables", benchmark)).to_pandas()
+            rel = store.read_table(warehouse_path("reliability_reports", benchmark)).to_pandas().iloc[-1]
+        except (OSError, ValueError):
+            continue  # being rewritten by another process: the next run shows it
         best = gaps.iloc[0]
         print(
-            f"  {name}: {len(gaps)} agents; best {best['agent_id']} rated {best['rating']:.0f}, "
+            f"  {benchmark}: {len(gaps)} agents; best {best['agent_id']} rated {best['rating']:.0f}, "
             f"gap to oracle@50% {best['gap_50']:.0f}, @99% {best['gap_99']:.0f}; "
             f"rho(test cases) {rel['rho_test_cases']:.2f}, MAE {rel['mae']:.3f}",
             file=out,
         )
-    rejected = read_quarantine(storage)
-    for row in rejected.itertuples():
-        print(f"  {'refused' if not row.agent else 'rejected'}: {row.message}", file=out)
+    for benchmark in summary.withdrawn:
+        print(f"  {benchmark}: no accepted upload: its outputs are withdrawn", file=out)
+    problems = read_quarantine(store)
+    for row in problems.itertuples():
+        print(f"  {'refused' if row.status == 'refused' else 'rejected'}: {row.message}", file=out)
     for failure in summary.failed_runs:
         print(f"  FAILED {failure}", file=out)
-    print(f"outputs: {storage.uri('warehouse')}", file=out)
+    print(f"outputs: {store.uri('warehouse')}", file=out)
+    return len(problems)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -145,24 +182,40 @@ def main(argv: list[str] | None = None) -> int:
     ):
         p = sub.add_parser(name, help=text)
         p.add_argument(
-            "--storage",
-            default=None,
-            help="storage root: a folder or s3://bucket/prefix (default: AGIELO_STORAGE or ./agielo_data)",
+            "--storage", default=None, help="a folder or s3://bucket/prefix (default: AGIELO_STORAGE or ./agielo_data)"
         )
-        p.add_argument("--strict", action="store_true", help="exit 2 if any upload is rejected or any run fails")
+        p.add_argument("--instance", default=None, help="the Dagster instance folder (default: DAGSTER_HOME or ./.dagster_home)")
+        p.add_argument("--strict", action="store_true", help="exit 2 if any upload is rejected or any file refused")
+        p.add_argument("--create", action="store_true", help="create the storage root (folder or bucket) if it does not exist")
         p.add_argument("--verbose", action="store_true", help="show Dagster's run logs")
+        p.add_argument("--debug", action="store_true", help="show tracebacks")
     args = parser.parse_args(argv)
-    warnings.filterwarnings("ignore", category=dg.BetaWarning)
-    storage = ObjectStorage(root=args.storage or default_root())
-    if args.command == "demo":
-        from .demo import write_demo_data
+    try:
+        storage = ObjectStorage(root=args.storage or default_root())
+        store = storage.store
+        if args.command == "demo":
+            from .demo import write_demo_data
 
-        print("agielo: evaluating the demo classifiers (about 30 s on 2 cores)…", flush=True)
-        write_demo_data(storage.root)
-    summary = run_pipeline(storage, get_instance(), log_level="DEBUG" if args.verbose else "WARNING")
-    print_summary(storage, summary)
-    problems = summary.failed_runs or summary.refused or len(read_quarantine(storage))
-    return 2 if (args.strict and problems) or summary.failed_runs else 0
+            store.check_root(create=True)
+            print("agielo: evaluating the demo classifiers (about 30 s on 2 cores)…", flush=True)
+            write_demo_data(store.root)
+        summary = run_pipeline(
+            storage, get_instance(args.instance), log_level="DEBUG" if args.verbose else "CRITICAL", create=args.create
+        )
+        problems = print_summary(store, summary)
+    except StorageError as exc:
+        if args.debug:
+            traceback.print_exc()
+        print(f"agielo: error: {exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # noqa: BLE001 - one line, not a traceback, unless --debug
+        if args.debug:
+            traceback.print_exc()
+        print(f"agielo: error: {type(exc).__name__}: {str(exc)[:300]} (--debug shows the traceback)", file=sys.stderr)
+        return 1
+    if summary.failed_runs:
+        return 1
+    return 2 if args.strict and problems else 0
 
 
 if __name__ == "__main__":

@@ -1,40 +1,27 @@
-"""Jobs: ingesting uploads, rating benchmarks, and the quarantine report."""
+"""Jobs: rating a benchmark (ingest included), the nightly re-rating, the quarantine report, judgments."""
 
 import dagster as dg
 
-ingest_uploads = dg.define_asset_job(
-    "ingest_uploads",
-    selection=dg.AssetSelection.assets("raw_benchmark_logs"),
-    description="Validate uploads (one partition or a range of them per run).",
-)
+from .domain.status import BENCHMARK_OUTPUTS, NIGHTLY_OUTPUTS
 
-# every per-benchmark output, in dependency order
-BENCHMARK_OUTPUTS = (
-    "match_tables",
-    "input_manifests",
-    "rating_snapshots",
-    "test_case_ratings",
-    "agent_ratings",
-    "reliability_reports",
-    "competency_gap_tables",
-)
+# a benchmark's run: its ledger first (which ends the run early when nothing is stale), then every output
+RATE_SELECTION = ("upload_ledger", *BENCHMARK_OUTPUTS)
 
 rate_benchmarks = dg.define_asset_job(
     "rate_benchmarks",
-    selection=dg.AssetSelection.assets(*BENCHMARK_OUTPUTS),
-    description="Rebuild a benchmark's match table, ratings, reliability report and competency gaps.",
+    selection=dg.AssetSelection.assets(*RATE_SELECTION) | dg.AssetSelection.checks_for_assets("upload_ledger"),
+    description="Bring a benchmark up to date: validate new or changed uploads, then rebuild its match table, "
+    "ratings, reliability report, competency gaps and report, only if its inputs changed.",
 )
-
-report_quarantine = dg.define_asset_job("report_quarantine", selection=dg.AssetSelection.assets("quarantine_report"))
-
-# the nightly re-rating adds the heavier estimators to every per-benchmark output
-NIGHTLY_OUTPUTS = (*BENCHMARK_OUTPUTS, "estimator_comparison", "rating_uncertainty")
 
 rate_benchmarks_nightly = dg.define_asset_job(
     "rate_benchmarks_nightly",
-    selection=dg.AssetSelection.assets(*NIGHTLY_OUTPUTS),
-    description="Everything rate_benchmarks does, plus estimator comparison and bootstrap uncertainty.",
+    selection=dg.AssetSelection.assets(*RATE_SELECTION, *NIGHTLY_OUTPUTS) | dg.AssetSelection.checks_for_assets("upload_ledger"),
+    config={"ops": {"upload_ledger": {"config": {"rerate": True}}}},
+    description="Everything rate_benchmarks does, always re-rating, plus estimator comparison and bootstrap uncertainty.",
 )
+
+report_quarantine = dg.define_asset_job("report_quarantine", selection=dg.AssetSelection.assets("quarantine_report"))
 
 rank_judgments = dg.define_asset_job(
     "rank_judgments",

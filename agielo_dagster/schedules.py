@@ -4,9 +4,9 @@ import os
 
 import dagster as dg
 
-from agielo_dagster.assets.partitions import benchmark_partitions
-
+from .assets.partitions import benchmark_partitions
 from .jobs import rate_benchmarks_nightly
+from .runs import BENCHMARK_TAG, TRIGGER_TAG
 
 NIGHTLY_CRON = "0 2 * * *"
 
@@ -29,4 +29,7 @@ def nightly_rerate(context: dg.ScheduleEvaluationContext):
     if not benchmarks:
         return dg.SkipReason("no benchmark has been uploaded yet")
     night = context.scheduled_execution_time.strftime("%Y-%m-%d")
-    return [dg.RunRequest(run_key=f"{night}:{b}", partition_key=b, tags={"agielo/trigger": "nightly"}) for b in benchmarks]
+    return [
+        dg.RunRequest(run_key=f"{night}:{b}", partition_key=b, tags={TRIGGER_TAG: "nightly", BENCHMARK_TAG: b})
+        for b in benchmarks
+    ]

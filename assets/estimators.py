@@ -10,7 +10,7 @@ from scipy.stats import kendalltau, spearmanr
 from agielo_dagster.domain.lineage import CODE_VERSION
 from agielo_dagster.rating import bootstrap, plackett_luce, rasch, rate
 
-from .automation import STORAGE_RETRY
+from .common import OWNERS, TAGS, frame_table
 from .partitions import benchmark_partitions
 
 ENGINE_COLUMNS = ["test_case_id", "agent_id", "metric", "score"]
@@ -28,16 +28,17 @@ def _nightly(description: str) -> dict:
         io_manager_key="warehouse_io_manager",
         group_name="estimators",
         code_version=CODE_VERSION,
-        retry_policy=STORAGE_RETRY,
-        kinds={"pandas", "parquet"},
+        kinds={"parquet"},
+        owners=OWNERS,
+        tags=TAGS,
         description=description,
     )
 
 
 @dg.asset(
     ins={
-        "match_tables": dg.AssetIn(metadata={"columns": ENGINE_COLUMNS}),
-        "agent_ratings": dg.AssetIn(metadata={"columns": ["agent_id", "mu"]}),
+        "match_tables": dg.AssetIn(metadata={"columns": ENGINE_COLUMNS, "pandas": True}),
+        "agent_ratings": dg.AssetIn(metadata={"columns": ["agent_id", "mu"], "pandas": True}),
     },
     **_nightly(
         "AGI-Elo against Plackett-Luce (ONEBench), Rasch (1PL IRT) and the mean metric: Kendall τ, Spearman ρ "
@@ -69,8 +70,8 @@ def estimator_comparison(
     ranks = ratings.rank(ascending=False).astype(int).sort_values("agielo")
     context.add_output_metadata(
         {
-            "agreement": dg.MetadataValue.md(table.to_markdown(index=False, floatfmt=".3f")),
-            "ranks_by_method": dg.MetadataValue.md(ranks.to_markdown()),
+            "agreement": frame_table(table, list(table.columns), digits=3),
+            "ranks_by_method": frame_table(ranks.reset_index(names="agent_id"), ["agent_id", *ranks.columns]),
             "min_kendall_tau": float(table["kendall_tau"].min()),
         }
     )
@@ -78,7 +79,7 @@ def estimator_comparison(
 
 
 @dg.asset(
-    ins={"match_tables": dg.AssetIn(metadata={"columns": ENGINE_COLUMNS})},
+    ins={"match_tables": dg.AssetIn(metadata={"columns": ENGINE_COLUMNS, "pandas": True})},
     **_nightly(
         "Bootstrap confidence intervals (resampling test cases) of agent ratings, competency gaps and "
         "Plackett-Luce ratings, and the spread of AGI-Elo ratings across match orders. Materialized nightly."
@@ -104,9 +105,7 @@ def rating_uncertainty(context: dg.AssetExecutionContext, config: UncertaintyCon
             "resamples": config.resamples,
             "shuffles": config.shuffles,
             "seed": config.seed,
-            "rating_intervals": dg.MetadataValue.md(
-                ratings[["agent_id", "estimate", "low", "high"]].head(10).to_markdown(index=False, floatfmt=".1f")
-            ),
+            "rating_intervals": frame_table(ratings, ["agent_id", "estimate", "low", "high"], limit=10),
             "median_rating_ci_width": float(np.median(ratings["high"] - ratings["low"])),
             "median_order_sd": float(np.median(orders["mu_order_sd"])),
         }

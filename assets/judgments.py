@@ -13,7 +13,7 @@ from agielo_dagster.domain.lineage import CODE_VERSION
 from agielo_dagster.ingest import IngestError, check_name, read_log
 from agielo_dagster.rating import MatchTableError, hodge_rank
 
-from .automation import STORAGE_RETRY
+from .common import OWNERS, TAGS, frame_table, retried_on_storage_errors
 
 judgment_partitions = dg.DynamicPartitionsDefinition(name="judgment_sets")
 
@@ -27,15 +27,17 @@ def judgment_path(name: str) -> str:
     io_manager_key="warehouse_io_manager",
     group_name="judgments",
     code_version=CODE_VERSION,
-    retry_policy=STORAGE_RETRY,
-    kinds={"pandas", "parquet"},
+    kinds={"parquet"},
+    owners=OWNERS,
+    tags=TAGS,
     description="HodgeRank difficulty of every judged item: item, score (higher is harder), judgments, component; "
     "with the share of inconsistent (cyclic) flow and the alignment rate in the metadata.",
 )
 def difficulty_judgments(context: dg.AssetExecutionContext, storage: ObjectStorage) -> pd.DataFrame:
     name = check_name(context.partition_key, "judgment set", judgment_path(context.partition_key))
     path = judgment_path(name)
-    data, version = storage.read_versioned(path, limit=storage.max_upload_bytes)
+    with retried_on_storage_errors(context):
+        data, version = storage.store.read_versioned(path, limit=storage.max_upload_bytes)
     try:
         frame = read_log(data, path, max_bytes=storage.max_upload_bytes)
         result = hodge_rank(frame)
@@ -44,13 +46,13 @@ def difficulty_judgments(context: dg.AssetExecutionContext, storage: ObjectStora
     scores = result.scores
     context.add_output_metadata(
         {
-            "file": dg.MetadataValue.path(storage.uri(path)),
+            "file": dg.MetadataValue.path(storage.store.uri(path)),
             "version": version,
             "judgments": len(frame),
             "items": len(scores),
             "inconsistency": result.inconsistency,
             "alignment": result.alignment,
-            "hardest_items": dg.MetadataValue.md(scores.head(10).to_markdown(index=False, floatfmt=".3f")),
+            "hardest_items": frame_table(scores, list(scores.columns), limit=10, digits=3),
         }
     )
     return scores

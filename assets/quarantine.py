@@ -1,65 +1,64 @@
-"""quarantine_report: every upload the pipeline refused, and why, until it is fixed."""
-
-import json
+"""quarantine_report: every upload rejected and every file refused, across benchmarks, and why."""
 
 import dagster as dg
 import pandas as pd
-from agielo_dagster.resources.storage import ObjectStorage, refusals
+from agielo_dagster.resources.storage import ObjectStorage
 
+from agielo_dagster.domain.ledger import read_ledger
 from agielo_dagster.domain.lineage import CODE_VERSION
+from agielo_dagster.domain.status import known_benchmarks, quarantine_digest, scan_raw
+from agielo_dagster.domain.store import Store
 
-from .automation import ON_UPSTREAM_CHANGE, STORAGE_RETRY
-from .raw import raw_benchmark_logs
+from .common import OWNERS, TAGS, retried_on_storage_errors
+from .ledger import uploads_table
 
-QUARANTINE_COLUMNS = ["benchmark", "agent", "file", "version", "rule", "message"]
+QUARANTINE_COLUMNS = ["benchmark", "agent", "file", "version", "status", "rule", "message"]
 
 
-def read_quarantine(storage: ObjectStorage) -> pd.DataFrame:
-    """Refused raw files and rejected uploads that are still present (fixed ones leave on acceptance)."""
-    files = storage.list_raw()
-    present = {f.path for f in files}
-    versions = {f.path: f.version for f in files}
+def read_quarantine(store: Store) -> pd.DataFrame:
+    """Rejected uploads and refused files that are present now, from the ledgers and a listing of raw/."""
+    raw = scan_raw(store)
     rows = [
-        {
-            "benchmark": "",
-            "agent": "",
-            "file": err.file,
-            "version": versions.get(err.file, ""),
-            "rule": err.rule,
-            "message": str(err),
-        }
-        for err in refusals(files)
+        {"benchmark": "", "agent": "", "file": e.file, "version": "", "status": "refused", "rule": e.rule, "message": str(e)}
+        for e in raw.refused
     ]
-    for benchmark in storage.list_dir("warehouse/quarantine"):
-        for name in storage.list_dir(f"warehouse/quarantine/{benchmark}"):
-            record = json.loads(storage.read_bytes(f"warehouse/quarantine/{benchmark}/{name}"))
-            # a record of a spec problem names benchmark.yaml; keep it while the agent's upload exists
-            upload_present = any(p.startswith(f"raw/{record['benchmark']}/{record['agent']}.") for p in present)
-            if upload_present:
-                rows.append({c: record.get(c, "") for c in QUARANTINE_COLUMNS})
-    return pd.DataFrame(rows, columns=QUARANTINE_COLUMNS).sort_values(["file", "agent"], ignore_index=True)
+    for benchmark in known_benchmarks(store, raw):
+        ledger = read_ledger(store, benchmark)
+        for r in ledger.problems if ledger else []:
+            rows.append(
+                {
+                    "benchmark": benchmark,
+                    "agent": r["agent"],
+                    "file": r["path"],
+                    "version": r["version"],
+                    "status": r["status"],
+                    "rule": r["rule"],
+                    "message": r["message"],
+                }
+            )
+    return pd.DataFrame(rows, columns=QUARANTINE_COLUMNS).sort_values(["file"], ignore_index=True)
 
 
 @dg.asset(
-    retry_policy=STORAGE_RETRY,
-    deps=[raw_benchmark_logs],
-    automation_condition=ON_UPSTREAM_CHANGE,
     io_manager_key="warehouse_io_manager",
     group_name="ingest",
     code_version=CODE_VERSION,
-    kinds={"pandas", "parquet"},
-    description="Raw files that were refused (wrong place, unsafe name, unsupported type) and uploads that were "
-    "rejected, with the file, its version, the rule and the message. A fixed upload is accepted on its next "
-    "version and leaves this report.",
+    kinds={"parquet"},
+    owners=OWNERS,
+    tags=TAGS,
+    description="Every rejected upload and refused file still present, across benchmarks: file, version, status, rule, "
+    "message. Built from the upload ledgers; a fixed upload leaves it on its next version.",
 )
-def quarantine_report(context: dg.AssetExecutionContext, storage: ObjectStorage) -> pd.DataFrame:
-    report = read_quarantine(storage)
-    context.add_output_metadata(
-        {
-            "rejected_uploads": len(report),
-            "report": dg.MetadataValue.md(
-                report[["file", "rule", "message"]].to_markdown(index=False) if len(report) else "no rejected uploads"
-            ),
-        }
+def quarantine_report(context: dg.AssetExecutionContext, storage: ObjectStorage) -> dg.Output:
+    store = storage.store
+    with retried_on_storage_errors(context):
+        digest = quarantine_digest(store, scan_raw(store))
+        report = read_quarantine(store)
+    shown = [
+        {"path": r["file"], "status": r["status"], "rule": r["rule"], "message": r["message"], "rows": 0, "version": r["version"]}
+        for r in report.to_dict("records")
+    ]
+    return dg.Output(
+        report,
+        metadata={"inputs_digest": digest, "problems": len(report), "report": uploads_table(shown)},
     )
-    return report

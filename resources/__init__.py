@@ -1,1 +1,1 @@
-"""Dagster resources of the agielo pipeline: object storage, IO manager, data-quality suites."""
+"""Dagster resources of the agielo pipeline: the storage root and the warehouse IO manager."""

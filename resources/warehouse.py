@@ -1,33 +1,47 @@
-"""An IO manager that keeps asset outputs as parquet under ``<root>/warehouse/``.
+"""An IO manager that keeps asset outputs as parquet under ``<root>/warehouse/<asset>/<partition>.parquet``.
 
-``<root>/warehouse/<asset>/<partition>.parquet`` (``_all.parquet`` when unpartitioned),
-written atomically through :class:`ObjectStorage`. Accepts pandas or polars frames;
-loads pandas (only the columns an input asks for).
+Accepts pyarrow tables or pandas/polars frames; the output's ``inputs_digest`` metadata is written
+into the file's key-value metadata (so the warehouse alone tells what each output was computed
+from). Adds Dagster's standard metadata: ``dagster/row_count``, ``dagster/column_schema`` and
+``dagster/uri``. Loads pyarrow tables with id columns dictionary-encoded, or pandas when the input
+asks for it (``metadata={"pandas": True}``), reading only the columns an input names
+(``metadata={"columns": [...]}``).
 """
-
-import io
 
 import dagster as dg
 import pandas as pd
+import pyarrow as pa
+
+from agielo_dagster.domain.layout import warehouse_path
+from agielo_dagster.domain.status import DIGEST_KEY
+from agielo_dagster.domain.store import parquet_bytes
 
 from .storage import ObjectStorage
 
-
-def frame_to_parquet(df) -> bytes:
-    """Deterministic parquet bytes of a pandas or polars frame (no index, zstd)."""
-    if not isinstance(df, pd.DataFrame):
-        df = df.to_pandas()
-    buffer = io.BytesIO()
-    df.to_parquet(buffer, index=False, compression="zstd")
-    return buffer.getvalue()
+DICTIONARY_COLUMNS = ("test_case_id", "agent_id", "source_path", "source_version")
 
 
-def parquet_to_frame(data: bytes, columns: list[str] | None = None) -> pd.DataFrame:
-    return pd.read_parquet(io.BytesIO(data), columns=columns)
+def to_arrow(obj) -> pa.Table:
+    if isinstance(obj, pa.Table):
+        return obj
+    if isinstance(obj, pd.DataFrame):
+        return pa.Table.from_pandas(obj, preserve_index=False)
+    return obj.to_arrow()  # polars
 
 
-def warehouse_path(asset_name: str, partition: str | None) -> str:
-    return f"warehouse/{asset_name}/{partition or '_all'}.parquet"
+def table_to_parquet(table: pa.Table, metadata: dict[str, str] | None = None) -> bytes:
+    """Deterministic parquet bytes (zstd; no pandas index; ``metadata`` added to the key-value metadata)."""
+    if metadata:
+        merged = {**(table.schema.metadata or {}), **{k.encode(): v.encode() for k, v in metadata.items()}}
+        table = table.replace_schema_metadata(merged)
+    return parquet_bytes(table)
+
+
+def column_schema(schema: pa.Schema) -> dg.TableSchema:
+    def kind(t: pa.DataType) -> str:
+        return str(t.value_type) if pa.types.is_dictionary(t) else str(t)
+
+    return dg.TableSchema(columns=[dg.TableColumn(f.name, kind(f.type)) for f in schema])
 
 
 class WarehouseIOManager(dg.ConfigurableIOManager):
@@ -41,10 +55,24 @@ class WarehouseIOManager(dg.ConfigurableIOManager):
 
     def handle_output(self, context: dg.OutputContext, obj) -> None:
         path = self._path(context)
-        self.storage.write_bytes(path, frame_to_parquet(obj))
-        context.add_output_metadata({"path": dg.MetadataValue.path(self.storage.uri(path)), "rows": len(obj)})
+        table = to_arrow(obj)
+        digest = context.output_metadata.get("inputs_digest")
+        digest = getattr(digest, "value", digest)
+        store = self.storage.store
+        store.write_bytes(path, table_to_parquet(table, {DIGEST_KEY: str(digest)} if digest else None))
+        context.add_output_metadata(
+            {
+                "dagster/row_count": table.num_rows,
+                "dagster/column_schema": column_schema(table.schema),
+                "dagster/uri": dg.MetadataValue.path(store.uri(path)),
+            }
+        )
 
-    def load_input(self, context: dg.InputContext) -> pd.DataFrame:
-        """The stored frame; an input declaring ``metadata={"columns": [...]}`` loads only those."""
-        columns = (context.definition_metadata or {}).get("columns")
-        return parquet_to_frame(self.storage.read_bytes(self._path(context)), columns=columns)
+    def load_input(self, context: dg.InputContext):
+        """The stored table: pyarrow (ids dictionary-encoded) or, with ``metadata={"pandas": True}``, pandas."""
+        metadata = context.definition_metadata or {}
+        columns = metadata.get("columns")
+        store, path = self.storage.store, self._path(context)
+        names = store.read_schema(path).names
+        table = store.read_table(path, columns=columns, read_dictionary=[c for c in DICTIONARY_COLUMNS if c in names])
+        return table.to_pandas() if metadata.get("pandas") else table

@@ -53,3 +53,50 @@ def classify_raw_path(path: str) -> RawPath | None:
             f"unsupported file type; uploads are {', '.join(LOG_SUFFIXES)} (benchmark.yaml describes the benchmark)",
         )
     return RawPath("upload", benchmark, check_name(stem, "agent", path))
+
+
+# -- where every derived file lives -------------------------------------------------------------
+
+
+def raw_folder(benchmark: str) -> str:
+    return f"raw/{benchmark}"
+
+
+def spec_path(benchmark: str) -> str:
+    return f"raw/{benchmark}/benchmark.yaml"
+
+
+def ledger_path(benchmark: str) -> str:
+    """The upload ledger: one row per file in ``raw/<benchmark>/``, accepted, rejected or refused."""
+    return f"warehouse/upload_ledger/{benchmark}.parquet"
+
+
+def fingerprint_path(benchmark: str) -> str:
+    """A cache of (path, fingerprint) → version, so unchanged files are never read again."""
+    return f"warehouse/cache/fingerprints/{benchmark}.parquet"
+
+
+def accepted_path(benchmark: str, agent: str) -> str:
+    """An accepted upload, normalized: test_case_id, metric, score, meta.*."""
+    return f"warehouse/accepted/{benchmark}/{agent}.parquet"
+
+
+def accepted_folder(benchmark: str) -> str:
+    return f"warehouse/accepted/{benchmark}"
+
+
+def warehouse_path(asset: str, partition: str | None) -> str:
+    """An asset's output: ``warehouse/<asset>/<partition>.parquet`` (``_all`` when unpartitioned)."""
+    return f"warehouse/{asset}/{partition or '_all'}.parquet"
+
+
+def figure_path(benchmark: str, name: str) -> str:
+    return f"warehouse/figures/{benchmark}/{name}.png"
+
+
+def figures_folder(benchmark: str) -> str:
+    return f"warehouse/figures/{benchmark}"
+
+
+def report_path(benchmark: str) -> str:
+    return f"warehouse/reports/{benchmark}.html"

@@ -1,7 +1,6 @@
 """A real ephemeral Dagster instance over a real local storage root, driven as the daemon would."""
 
 import io
-import warnings
 from pathlib import Path
 
 import dagster as dg
@@ -12,17 +11,9 @@ from agielo_dagster.resources.storage import ObjectStorage
 
 from agielo_dagster.definitions import build_definitions
 from agielo_dagster.rating import simulate_matches
-from agielo_dagster.sensors import raw_uploads_sensor
+from agielo_dagster.sensors import benchmarks_sensor
 
-QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
-
-
-@pytest.fixture(autouse=True)
-def _no_beta_warnings():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", dg.BetaWarning)
-        warnings.simplefilter("ignore", dg.PreviewWarning)
-        yield
+QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 
 
 def write_benchmark(
@@ -48,23 +39,24 @@ def write_log(root: Path, benchmark: str, agent: str, frame: pd.DataFrame) -> Pa
 
 
 class Daemon:
-    """Plays the Dagster daemon in-process: sensor ticks and automation ticks, runs executed here."""
+    """Plays the Dagster daemon in-process: sensor ticks, and the runs they request executed here."""
 
     def __init__(self, storage: ObjectStorage, instance: dg.DagsterInstance):
         self.storage = storage
         self.instance = instance
         self.defs = build_definitions(storage)
-        self.sensor_cursor = None
-        self.automation_cursor = dg.evaluate_automation_conditions(defs=self.defs, instance=instance).cursor
         self.runs: list[dg.ExecuteInProcessResult] = []
 
     def sensor_tick(self, *, execute: bool = True) -> dg.SensorResult:
-        """One sensor evaluation; its runs are executed unless ``execute=False`` (then call :meth:`execute`)."""
-        context = dg.build_sensor_context(
-            instance=self.instance, cursor=self.sensor_cursor, resources={"storage": self.storage}, definitions=self.defs
-        )
-        result = raw_uploads_sensor(context)
-        self.sensor_cursor = result.cursor
+        """One evaluation of benchmarks_sensor; its runs are executed unless ``execute=False`` (then call :meth:`execute`)."""
+        context = dg.build_sensor_context(instance=self.instance, resources={"storage": self.storage}, definitions=self.defs)
+        result = benchmarks_sensor(context)
+        for request in result.dynamic_partitions_requests or []:
+            if isinstance(request, dg.AddDynamicPartitionsRequest):
+                self.instance.add_dynamic_partitions(request.partitions_def_name, list(request.partition_keys))
+            else:
+                for key in request.partition_keys:
+                    self.instance.delete_dynamic_partition(request.partitions_def_name, key)
         if execute:
             self.execute(result.run_requests or [])
         return result
@@ -85,39 +77,15 @@ class Daemon:
         self.runs.extend(results)
         return results
 
-    def automation_tick(self) -> dict[str, set]:
-        """Evaluate declarative automation once and run what it requests; returns {asset: partitions}."""
-        result = dg.evaluate_automation_conditions(defs=self.defs, instance=self.instance, cursor=self.automation_cursor)
-        self.automation_cursor = result.cursor
-        requested = {}
-        for key in self.defs.resolve_asset_graph().get_all_asset_keys():
-            partitions = result.get_requested_partitions(key)
-            if partitions:
-                requested[key.to_user_string()] = partitions
-        by_partition: dict = {}
-        for name, partitions in requested.items():
-            for p in partitions:
-                by_partition.setdefault(p, []).append(dg.AssetKey(name))
-        for partition, keys in by_partition.items():
-            job = self.defs.resolve_job_def("rate_benchmarks" if partition else "report_quarantine")
-            self.runs.append(
-                job.execute_in_process(
-                    run_config=QUIET, instance=self.instance, partition_key=partition, asset_selection=keys, raise_on_error=False
-                )
-            )
-        return requested
-
-    def settle(self) -> dict[str, set]:
-        """Sensor tick, then automation ticks until nothing more is requested; returns all requests."""
-        self.sensor_tick()
-        seen: dict[str, set] = {}
-        for _ in range(5):
-            requested = self.automation_tick()
-            if not requested:
-                break
-            for name, partitions in requested.items():
-                seen.setdefault(name, set()).update(partitions)
-        return seen
+    def settle(self, max_ticks: int = 6) -> list[dg.ExecuteInProcessResult]:
+        """Sensor ticks until one requests nothing; returns the runs executed."""
+        executed = []
+        for _ in range(max_ticks):
+            result = self.sensor_tick(execute=False)
+            if not result.run_requests:
+                return executed
+            executed += self.execute(result.run_requests)
+        raise AssertionError(f"still requesting runs after {max_ticks} ticks")
 
 
 @pytest.fixture

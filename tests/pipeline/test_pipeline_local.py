@@ -1,16 +1,14 @@
-"""The incremental pipeline on a local storage root: sensor → partitions → runs → automation."""
+"""The incremental pipeline on a local storage root: sensor → one run per stale benchmark → ledger and outputs."""
 
 import datetime as dt
-import io
 import os
 
 import dagster as dg
 import pandas as pd
 import pytest
-from agielo_dagster.assets.partitions import upload_key
 
 from agielo_dagster.domain.lineage import CODE_VERSION
-from agielo_dagster.jobs import BENCHMARK_OUTPUTS
+from agielo_dagster.domain.status import BENCHMARK_OUTPUTS
 from agielo_dagster.schedules import nightly_rerate
 
 from .conftest import write_benchmark, write_log
@@ -18,6 +16,10 @@ from .conftest import write_benchmark, write_log
 
 def read(root, asset, benchmark):
     return pd.read_parquet(root / "warehouse" / asset / f"{benchmark}.parquet")
+
+
+def ledger(root, benchmark):
+    return read(root, "upload_ledger", benchmark).set_index("path")
 
 
 def output_bytes(root, benchmark):
@@ -32,23 +34,25 @@ def materialization_count(instance, asset, partition):
     )
 
 
-def test_new_uploads_become_partitions_runs_and_ratings(daemon, root):
+def validated(run) -> int:
+    """How many uploads a run read and checked (0 when its ledger step found nothing to do)."""
+    for event in run.get_asset_materialization_events():
+        m = event.step_materialization_data.materialization
+        if m.asset_key == dg.AssetKey("upload_ledger"):
+            return m.metadata["validated_in_this_run"].value
+    return 0
+
+
+def test_new_uploads_become_one_run_per_benchmark(daemon, root):
     write_benchmark(root, "quiz", [1300, 1500, 1700, 1900])
     result = daemon.sensor_tick()
-    # one benchmark, four contiguous new agents: one run over a partition range, not four runs
-    assert len(result.run_requests) == 1
-    assert result.run_requests[0].tags["dagster/asset_partition_range_start"] == str(upload_key("quiz", "agent_0"))
-    assert result.run_requests[0].tags["dagster/asset_partition_range_end"] == str(upload_key("quiz", "agent_3"))
-    assert daemon.instance.get_dynamic_partitions("benchmarks") == ["quiz"]
-    assert daemon.instance.get_dynamic_partitions("agents") == ["agent_0", "agent_1", "agent_2", "agent_3"]
-    assert daemon.runs[-1].success
-    for agent in ("agent_0", "agent_3"):
-        assert materialization_count(daemon.instance, "raw_benchmark_logs", upload_key("quiz", agent)) == 1
-
-    requested = daemon.automation_tick()
-    assert requested["match_tables"] == {"quiz"}
-    assert requested["competency_gap_tables"] == {"quiz"}
-    assert all(r.success for r in daemon.runs)
+    (request,) = result.run_requests  # one run for the benchmark, whatever its number of uploads
+    assert request.partition_key == "quiz" and request.tags["agielo/benchmark"] == "quiz"
+    assert daemon.instance.get_dynamic_partitions("benchmarks") == ["quiz"]  # partitions grow with benchmarks only
+    (run,) = daemon.runs
+    assert run.success and validated(run) == 4
+    rows = ledger(root, "quiz")
+    assert list(rows["status"]) == ["accepted"] * 4 and list(rows["rows"]) == [60] * 4
     gaps = read(root, "competency_gap_tables", "quiz")
     assert list(gaps["agent_id"]) == ["agent_3", "agent_2", "agent_1", "agent_0"]  # true order recovered
     # lineage: each row reaches its input file, version, the benchmark's input set and the code version
@@ -60,12 +64,14 @@ def test_new_uploads_become_partitions_runs_and_ratings(daemon, root):
     assert len(matches) == 4 * 60
     rel = read(root, "reliability_reports", "quiz")
     assert len(rel) == 100 and rel["rho_test_cases"].iloc[-1] < -0.8
-    # nothing changed: the next ticks do nothing
-    assert daemon.sensor_tick().run_requests in (None, [])
-    assert daemon.automation_tick() == {}
+    for asset in ("upload_ledger", "match_tables", "agent_ratings", "benchmark_reports"):
+        assert materialization_count(daemon.instance, asset, "quiz") == 1
+    # nothing changed: the quarantine report once, then nothing at all
+    assert [r.job_name for r in daemon.sensor_tick().run_requests] == ["report_quarantine"]
+    assert not daemon.sensor_tick().run_requests
 
 
-def test_a_changed_upload_re_rates_only_its_benchmark(daemon, root):
+def test_a_changed_upload_re_rates_only_its_benchmark_and_reads_only_itself(daemon, root):
     write_benchmark(root, "quiz", [1300, 1500, 1700])
     write_benchmark(root, "vision", [1400, 1800], seed=3)
     daemon.settle()
@@ -73,88 +79,113 @@ def test_a_changed_upload_re_rates_only_its_benchmark(daemon, root):
     before_vision = output_bytes(root, "vision")
     vision_count = materialization_count(daemon.instance, "match_tables", "vision")
 
-    # agent_0 re-submits: now it solves everything
-    log = pd.read_csv(root / "raw/quiz/agent_0.csv").assign(correct=1)
+    log = pd.read_csv(root / "raw/quiz/agent_0.csv").assign(correct=1)  # agent_0 re-submits: it solves everything
     write_log(root, "quiz", "agent_0", log)
     result = daemon.sensor_tick()
-    assert [r.partition_key for r in result.run_requests] == [upload_key("quiz", "agent_0")]
-    requested = daemon.automation_tick()
-    assert requested["match_tables"] == {"quiz"}
+    assert [r.partition_key for r in result.run_requests] == ["quiz"]
+    assert validated(daemon.runs[-1]) == 1  # only the changed upload was read
     after_quiz = read(root, "agent_ratings", "quiz").set_index("agent_id")["mu"]
-    assert after_quiz["agent_0"] > before_quiz["agent_0"] + 200
-    assert after_quiz.idxmax() == "agent_0"
-    # the other benchmark: no new materialization, byte-identical files
+    assert after_quiz["agent_0"] > before_quiz["agent_0"] + 200 and after_quiz.idxmax() == "agent_0"
     assert materialization_count(daemon.instance, "match_tables", "vision") == vision_count
     assert output_bytes(root, "vision") == before_vision
 
 
-def test_two_uploads_in_the_same_second_are_both_seen(daemon, root):
+def test_a_change_that_keeps_size_and_modification_time_is_seen(daemon, root):
     write_benchmark(root, "quiz", [1300, 1500])
     daemon.settle()
-    a = root / "raw/quiz/agent_0.csv"
-    b = root / "raw/quiz/agent_1.csv"
-    stamp = os.stat(a).st_mtime_ns
-    for path, value in ((a, 0), (b, 1)):
-        write_log(root, "quiz", path.stem, pd.read_csv(path).assign(correct=value))
-        os.utime(path, ns=(stamp, stamp))  # same modification time as before the change
+    path = root / "raw/quiz/agent_0.csv"
+    stat = os.stat(path)
+    flipped = pd.read_csv(path).assign(correct=lambda f: 1 - f["correct"])
+    write_log(root, "quiz", "agent_0", flipped)
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # same size, same mtime as before the change
+    assert os.stat(path).st_size == stat.st_size
     result = daemon.sensor_tick()
-    assert len(result.run_requests) == 1  # both changed agents, one contiguous range
-    assert result.run_requests[0].tags["agielo/uploads"] == "2"
+    assert [r.partition_key for r in result.run_requests] == ["quiz"]
+    stored = read(root, "match_tables", "quiz")
+    assert (stored.loc[stored["agent_id"] == "agent_0", "metric"].to_numpy() == flipped["correct"].to_numpy()).all()
 
 
-def test_a_rejected_upload_is_quarantined_and_leaves_previous_outputs_intact(daemon, root):
+def test_a_rejected_upload_is_shown_as_rejected_and_is_not_rated(daemon, root):
     write_benchmark(root, "quiz", [1300, 1500, 1700])
     daemon.settle()
-    accepted = (root / "warehouse/accepted/quiz/agent_1.parquet").read_bytes()
-    before = output_bytes(root, "quiz")
-
     bad = pd.read_csv(root / "raw/quiz/agent_1.csv")
     bad.loc[5, "correct"] = 7.0  # outside identity's [0, 1]
     write_log(root, "quiz", "agent_1", bad)
     raw_before = (root / "raw/quiz/agent_1.csv").read_bytes()
     daemon.sensor_tick()
     run = daemon.runs[-1]
-    assert not run.success  # the blocking check stops the run
+    assert run.success  # a rejection is a finding, not a failed run
     (evaluation,) = run.get_asset_check_evaluations()
-    assert not evaluation.passed
-    error = evaluation.metadata["error"].value
-    assert "raw/quiz/agent_1.csv" in error and "data row 6" in error and "metric_in_range" in error
-    daemon.automation_tick()
-    assert (root / "warehouse/accepted/quiz/agent_1.parquet").read_bytes() == accepted
-    assert output_bytes(root, "quiz") == before  # re-rated on the good uploads: same bytes
+    assert not evaluation.passed and evaluation.severity == dg.AssetCheckSeverity.WARN
+    assert evaluation.metadata["first_rule"].value == "metric_in_range"
+    row = ledger(root, "quiz").loc["raw/quiz/agent_1.csv"]
+    assert row["status"] == "rejected" and row["rule"] == "metric_in_range" and row["row"] == 6 and row["line"] == 7
+    # the outputs are those of the files as they are now: agent_1's current upload is not rateable
+    assert set(read(root, "agent_ratings", "quiz")["agent_id"]) == {"agent_0", "agent_2"}
+    assert not (root / "warehouse/accepted/quiz/agent_1.parquet").exists()
     assert (root / "raw/quiz/agent_1.csv").read_bytes() == raw_before  # raw files are never touched
-    report = pd.read_parquet(root / "warehouse/quarantine_report/_all.parquet")
+    daemon.settle()
+    report = read(root, "quarantine_report", "_all")
     assert list(report["file"]) == ["raw/quiz/agent_1.csv"] and list(report["rule"]) == ["metric_in_range"]
+    # an unchanged rejected upload is never read again
+    assert not daemon.sensor_tick().run_requests
 
-    # the user fixes the file: accepted again, gone from the quarantine report
-    bad.loc[5, "correct"] = 1.0
+    bad.loc[5, "correct"] = 1.0  # the user fixes the file
     write_log(root, "quiz", "agent_1", bad)
     daemon.settle()
-    assert pd.read_parquet(root / "warehouse/quarantine_report/_all.parquet").empty
+    assert read(root, "quarantine_report", "_all").empty
     assert read(root, "match_tables", "quiz").query("agent_id == 'agent_1'")["metric"].iloc[5] == 1.0
 
 
 def test_one_broken_upload_does_not_stall_its_benchmark(daemon, root):
     write_benchmark(root, "quiz", [1300, 1500])
     (root / "raw/quiz/broken.csv").write_text("test_case_id,correct\n")  # header only
-    requested = daemon.settle()
-    assert requested["competency_gap_tables"] == {"quiz"}
+    daemon.settle()
     assert set(read(root, "agent_ratings", "quiz")["agent_id"]) == {"agent_0", "agent_1"}
-    report = pd.read_parquet(root / "warehouse/quarantine_report/_all.parquet")
-    assert list(report["rule"]) == ["has_rows"]
+    assert list(read(root, "quarantine_report", "_all")["rule"]) == ["has_rows"]
 
 
-def test_a_changed_benchmark_yaml_re_validates_every_upload(daemon, root):
+def test_a_changed_scoring_re_validates_and_re_rates(daemon, root):
     write_benchmark(root, "quiz", [1300, 1500])
     daemon.settle()
     (root / "raw/quiz/benchmark.yaml").write_text("metric: correct\nscoring: binary\nparams: {threshold: 0.5}\n")
-    result = daemon.sensor_tick()
-    assert sum(int(r.tags["agielo/uploads"]) for r in result.run_requests) == 2
-    daemon.automation_tick()
+    daemon.sensor_tick()
+    assert validated(daemon.runs[-1]) == 2
     assert read(root, "match_tables", "quiz")["score"].isin([0.0, 1.0]).all()
+    assert set(ledger(root, "quiz")["spec_version"]) == {ledger(root, "quiz")["spec_version"].iloc[0]}
 
 
-def test_nightly_schedule_requests_every_benchmark(daemon, root, monkeypatch):
+def test_a_metric_renamed_to_a_missing_column_withdraws_the_ratings(daemon, root):
+    write_benchmark(root, "quiz", [1300, 1500])
+    daemon.settle()
+    (root / "raw/quiz/benchmark.yaml").write_text("metric: accuracy\nscoring: identity\n")
+    daemon.settle()
+    assert set(ledger(root, "quiz")["rule"]) == {"has_metric"}
+    for asset in BENCHMARK_OUTPUTS:
+        assert not (root / "warehouse" / asset / "quiz.parquet").exists(), asset
+    # the UI says so: the ledger's latest materialization is marked withdrawn, its check lists every rejection
+    (latest,) = daemon.instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=dg.AssetKey("upload_ledger"), asset_partitions=["quiz"]), limit=1
+    ).records
+    metadata = latest.asset_materialization.metadata
+    assert metadata["withdrawn"].value is True and metadata["accepted"].value == 0
+    assert not daemon.sensor_tick().run_requests
+
+
+def test_a_deleted_benchmark_folder_loses_its_outputs_and_partition(daemon, root):
+    import shutil
+
+    write_benchmark(root, "quiz", [1300, 1500])
+    write_benchmark(root, "vision", [1400, 1800], seed=3)
+    daemon.settle()
+    shutil.move(root / "raw/quiz", root / "raw/quiz_v2")  # renamed
+    daemon.settle()
+    assert not list((root / "warehouse").rglob("quiz.parquet")) and not (root / "warehouse/accepted/quiz").exists()
+    assert (root / "warehouse/agent_ratings/quiz_v2.parquet").exists()
+    assert sorted(daemon.instance.get_dynamic_partitions("benchmarks")) == ["quiz_v2", "vision"]
+
+
+def test_nightly_schedule_requests_every_benchmark(daemon, root):
     write_benchmark(root, "quiz", [1300, 1500])
     write_benchmark(root, "vision", [1400, 1800], seed=3)
     daemon.settle()
@@ -166,13 +197,15 @@ def test_nightly_schedule_requests_every_benchmark(daemon, root, monkeypatch):
     )
     requests = nightly_rerate.evaluate_tick(context).run_requests
     assert sorted(r.partition_key for r in requests) == ["quiz", "vision"]
-    assert {r.job_name for r in requests} <= {None, "rate_benchmarks_nightly"}
     assert all(r.run_key.startswith("2026-11-22:") for r in requests)
-    # the schedule's run re-rates with the same inputs and seed: byte-identical outputs
+    # the nightly run re-rates with the same inputs and seed: byte-identical outputs, and the estimators too
     before = output_bytes(root, "quiz")
-    job = daemon.defs.resolve_job_def("rate_benchmarks")
-    assert job.execute_in_process(instance=daemon.instance, partition_key="quiz").success
+    job = daemon.defs.resolve_job_def("rate_benchmarks_nightly")
+    run = job.execute_in_process(instance=daemon.instance, partition_key="quiz", run_config=None)
+    assert run.success
+    assert materialization_count(daemon.instance, "agent_ratings", "quiz") == 2
     assert output_bytes(root, "quiz") == before
+    assert (root / "warehouse/estimator_comparison/quiz.parquet").exists()
 
 
 def test_nightly_timezone_is_configurable():
@@ -196,6 +229,7 @@ def test_removed_upload_leaves_the_ratings(daemon, root):
     (root / "raw/quiz/agent_2.csv").unlink()
     daemon.settle()
     assert set(read(root, "agent_ratings", "quiz")["agent_id"]) == {"agent_0", "agent_1"}
+    assert "raw/quiz/agent_2.csv" not in ledger(root, "quiz").index
 
 
 @pytest.mark.parametrize("fmt", ["parquet", "jsonl"])
@@ -213,5 +247,5 @@ def test_parquet_and_jsonl_uploads(daemon, root, fmt):
     table = read(root, "match_tables", "quiz")
     assert set(table["source_path"]) == {"raw/quiz/agent_0.csv", f"raw/quiz/agent_1.{fmt}"}
     assert len(table) == len(matches)
-    stored = pd.read_parquet(io.BytesIO((root / "warehouse/accepted/quiz/agent_1.parquet").read_bytes()))
+    stored = pd.read_parquet(root / "warehouse/accepted/quiz/agent_1.parquet")
     assert (stored["meta.note"] == "extra column kept as metadata").all()

@@ -1,7 +1,9 @@
-"""Data-quality gates: a great_expectations 1.x suite per upload, run inside a blocking asset check.
+"""Data-quality gate: a great_expectations 1.x suite over every upload before it is accepted.
 
 dagster-ge pins great_expectations < 1, so the suite is built and run here directly on an
-ephemeral GX context. The suite mirrors the input contract:
+ephemeral GX context, over the normalized upload (after the input contract). It is a second,
+independent opinion: an upload the contract accepts but the suite fails is rejected (rule
+``quality_suite``). The suite mirrors the input contract:
 
 - ``test_case_id`` present in every row and unique within the file (within each upload when several
   uploads of a run are validated together);
@@ -15,8 +17,9 @@ from functools import lru_cache
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
-from agielo_dagster.ingest import BenchmarkSpec
+from .contract import BenchmarkSpec
 
 
 @dataclass(frozen=True)
@@ -67,25 +70,9 @@ def upload_suite(spec: BenchmarkSpec):
     return suite
 
 
-def _suite_frame(log: pd.DataFrame, spec: BenchmarkSpec, upload: int = 0) -> pd.DataFrame:
-    """The columns the suite checks; metric values that are not numbers become NaN (and fail)."""
-    frame = pd.DataFrame(
-        {
-            "test_case_id": log["test_case_id"].astype("string") if "test_case_id" in log else pd.Series(dtype="string"),
-            "metric": pd.to_numeric(log[spec.metric], errors="coerce") if spec.metric in log else np.nan,
-        }
-    )
-    metric = frame["metric"].to_numpy(dtype=np.float64)
-    finite = np.isfinite(metric)
-    frame["metric"] = np.where(finite, metric, np.nan)
-    score = np.full(len(frame), np.nan)
-    if spec.scoring.name == "binary":
-        score[finite] = (metric[finite] >= spec.scoring.threshold).astype(float)
-    else:
-        score[finite] = (metric[finite] - spec.scoring.lo) / (spec.scoring.hi - spec.scoring.lo)
-        if not spec.scoring.higher_is_better:
-            score[finite] = 1.0 - score[finite]
-    frame["score"] = score
+def _suite_frame(rows: pa.Table, upload: int = 0) -> pd.DataFrame:
+    """The columns the suite checks, from a normalized upload (test_case_id, metric, score)."""
+    frame = rows.select(["test_case_id", "metric", "score"]).to_pandas(strings_to_categorical=True)
     frame.insert(0, "upload", upload)
     return frame
 
@@ -106,19 +93,24 @@ def _run_suite(frame: pd.DataFrame, spec: BenchmarkSpec) -> list[Expectation]:
     return outcomes
 
 
-def validate_upload(log: pd.DataFrame, spec: BenchmarkSpec) -> list[Expectation]:
-    """Run the GX suite on one parsed upload; rows in the outcomes are its 1-based data rows."""
-    return _run_suite(_suite_frame(log, spec), spec)
+def validate_upload(rows: pa.Table, spec: BenchmarkSpec) -> list[Expectation]:
+    """Run the GX suite on one normalized upload; rows in the outcomes are its 1-based data rows."""
+    return _run_suite(_suite_frame(rows), spec)
 
 
-def validate_uploads(logs: list[pd.DataFrame], spec: BenchmarkSpec) -> list[list[Expectation]]:
-    """The suite's outcomes for each of several uploads of one benchmark.
+def validate_uploads(uploads: list[pa.Table], spec: BenchmarkSpec) -> list[list[Expectation]]:
+    """The suite's outcomes for each of several normalized uploads of one benchmark.
 
     Validates them together in one pass (GX's cost is mostly per validation, not per row); only
     if that pass fails is each upload validated alone, so that failures name the right file and row.
     """
-    if len(logs) > 1:
-        combined = _run_suite(pd.concat([_suite_frame(log, spec, k) for k, log in enumerate(logs)], ignore_index=True), spec)
+    if len(uploads) > 1:
+        combined = _run_suite(pd.concat([_suite_frame(rows, k) for k, rows in enumerate(uploads)], ignore_index=True), spec)
         if all(e.success for e in combined):
-            return [combined for _ in logs]
-    return [validate_upload(log, spec) for log in logs]
+            return [combined for _ in uploads]
+    return [validate_upload(rows, spec) for rows in uploads]
+
+
+def failed_expectations(uploads: list[pa.Table], spec: BenchmarkSpec) -> list[tuple[str, ...]]:
+    """For each upload, the descriptions of the expectations it failed (empty when it passed)."""
+    return [tuple(e.describe() for e in outcome if not e.success) for outcome in validate_uploads(uploads, spec)]

@@ -1,0 +1,391 @@
+"""The upload ledger: one source of truth for what a benchmark's uploads are and whether they count.
+
+One ledger per benchmark, ``warehouse/upload_ledger/<benchmark>.parquet``, one row per file in
+``raw/<benchmark>/``: its version, and ``accepted``, ``rejected`` (it broke the input contract or
+the quality suite) or ``refused`` (not an upload at all: wrong place, unsafe name, unsupported
+type, symbolic link), with the rule and message. Everything else derives from it:
+
+- the benchmark's **inputs digest**: the accepted uploads' (path, version), ``benchmark.yaml``'s
+  version and the code version (:meth:`Ledger.inputs_digest`);
+- the match table (only accepted uploads, from ``warehouse/accepted/``), the quarantine report,
+  and the question "is this benchmark stale?" (:mod:`agielo_dagster.domain.status`).
+
+:func:`refresh_ledger` brings a ledger up to date with the raw folder. It reads only what changed:
+a file whose fingerprint (size, mtime, inode locally; ETag on S3) is unchanged keeps its cached
+version, and an upload whose (path, version, benchmark.yaml version, ingest code version) is
+already in the ledger keeps its outcome. Oversize files are recognised from their listed size,
+unread. Writes go accepted files → fingerprint cache → ledger (the commit point), each atomic, so
+a crash anywhere leaves a state the next refresh repairs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from .contract import MAX_SPEC_BYTES, BenchmarkSpec, IngestError, parse_benchmark_spec
+from .layout import (
+    accepted_folder,
+    accepted_path,
+    classify_raw_path,
+    fingerprint_path,
+    ledger_path,
+    raw_folder,
+    spec_path,
+)
+from .lineage import INGEST_VERSION, inputs_digest
+from .store import StorageError, Store, StoredFile, parquet_bytes
+
+__all__ = ["LEDGER_SCHEMA", "Ledger", "LedgerUpdate", "read_ledger", "refresh_ledger", "read_accepted"]
+
+MESSAGE_CHARS = 300
+RACY_SECONDS = 0.1
+
+LEDGER_SCHEMA = pa.schema(
+    [
+        ("path", pa.string()),
+        ("agent", pa.string()),
+        ("status", pa.string()),  # accepted | rejected | refused
+        ("version", pa.string()),
+        ("size", pa.int64()),
+        ("rows", pa.int64()),
+        ("rule", pa.string()),
+        ("row", pa.int64()),
+        ("line", pa.int64()),
+        ("message", pa.string()),
+        ("spec_version", pa.string()),
+        ("ingest_version", pa.string()),
+    ]
+)
+_FINGERPRINTS = pa.schema([("path", pa.string()), ("fingerprint", pa.string()), ("version", pa.string())])
+
+
+@dataclass(frozen=True)
+class Ledger:
+    """A benchmark's uploads as of the last refresh. ``rows``: one dict per file, sorted by path."""
+
+    benchmark: str
+    spec_version: str
+    rows: tuple[dict, ...]
+    scoring: str = ""  # the scoring the accepted uploads were scored with, as JSON (make_scoring's config)
+    description: str = ""
+
+    def make_scoring(self):
+        """The benchmark's scoring function as the accepted uploads were scored (identity when unknown)."""
+        from ..rating.scoring import identity, make_scoring
+
+        if not self.scoring:
+            return identity()
+        config = json.loads(self.scoring)
+        return make_scoring(config["scoring"], config["params"])
+
+    @property
+    def accepted(self) -> list[dict]:
+        return [r for r in self.rows if r["status"] == "accepted"]
+
+    @property
+    def problems(self) -> list[dict]:
+        return [r for r in self.rows if r["status"] != "accepted"]
+
+    def inputs_digest(self, code_version: str) -> str:
+        """The digest every output of this benchmark records: accepted inputs, benchmark.yaml and code."""
+        return inputs_digest(((r["path"], r["version"]) for r in self.accepted), f"spec={self.spec_version}", code_version)
+
+    @property
+    def rows_digest(self) -> str:
+        """A fingerprint of the ledger's content (recorded in its file, so readers need only the footer)."""
+        text = json.dumps([self.spec_version, self.scoring, list(self.rows)], sort_keys=True, default=str)
+        return "sha256:" + hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def to_table(self) -> pa.Table:
+        table = pa.Table.from_pylist(list(self.rows), schema=LEDGER_SCHEMA)
+        meta = {
+            "benchmark": self.benchmark,
+            "spec_version": self.spec_version,
+            "scoring": self.scoring,
+            "description": self.description,
+            "rows_digest": self.rows_digest,
+        }
+        return table.replace_schema_metadata({b"agielo": json.dumps(meta, sort_keys=True).encode()})
+
+    def to_parquet(self) -> bytes:
+        return parquet_bytes(self.to_table())
+
+
+@dataclass(frozen=True)
+class LedgerUpdate:
+    """What a refresh did: the new ledger, the rows that changed, and how many uploads were read."""
+
+    ledger: Ledger
+    changed: list[dict] = field(default_factory=list)  # new or changed rows, and removed files (status "removed")
+    validated: int = 0  # uploads read and checked in this refresh
+    written: bool = False  # the ledger file changed
+
+    @property
+    def unchanged(self) -> bool:
+        return not self.written
+
+
+def read_ledger(store: Store, benchmark: str) -> Ledger | None:
+    """The stored ledger, or None when there is none (or it cannot be read: the next refresh rebuilds it)."""
+    path = ledger_path(benchmark)
+    try:
+        table = store.read_table(path)
+        meta = json.loads(table.schema.metadata[b"agielo"])
+    except StorageError:
+        raise
+    except Exception:  # noqa: BLE001 - missing, truncated or foreign: rebuilt from the raw files
+        return None
+    if table.schema.remove_metadata() != LEDGER_SCHEMA:
+        return None
+    return Ledger(
+        benchmark, meta.get("spec_version", ""), tuple(table.to_pylist()), meta.get("scoring", ""), meta.get("description", "")
+    )
+
+
+def read_accepted(store: Store, benchmark: str, agent: str, columns: list[str] | None = None) -> pa.Table:
+    """An accepted upload, normalized (``test_case_id, metric, score, meta.*``)."""
+    return store.read_table(accepted_path(benchmark, agent), columns=columns)
+
+
+def _row(file: StoredFile, status: str, *, agent: str = "", error: IngestError | None = None, rows: int = 0, **extra) -> dict:
+    row = {
+        "path": file.path,
+        "agent": agent,
+        "status": status,
+        "version": file.version,
+        "size": file.size,
+        "rows": rows,
+        "rule": error.rule if error else "",
+        "row": error.row if error else None,
+        "line": error.line if error else None,
+        "message": _cap(str(error)) if error else "",
+        "spec_version": "",
+        "ingest_version": INGEST_VERSION,
+    }
+    row.update(extra)
+    return row
+
+
+def _cap(message: str) -> str:
+    return message if len(message) <= MESSAGE_CHARS else message[: MESSAGE_CHARS - 1] + "…"
+
+
+def _versions(store: Store, benchmark: str, files: list[StoredFile]) -> list[StoredFile]:
+    """Fill in local content versions through the fingerprint cache (S3 listings carry ETags)."""
+    if not store.is_local:
+        return files
+    cache = {}
+    try:
+        cached = store.read_table(fingerprint_path(benchmark))
+        if cached.schema.remove_metadata() == _FINGERPRINTS:
+            cache = {(r["path"], r["fingerprint"]): r["version"] for r in cached.to_pylist()}
+    except StorageError:
+        raise
+    except Exception:  # noqa: BLE001 - no cache yet, or a damaged one: hash again
+        cache = {}
+    out = []
+    for f in files:
+        if f.version:
+            out.append(f)
+            continue
+        version = cache.get((f.path, f.fingerprint))
+        if version is None and f.size <= store.max_upload_bytes:
+            try:
+                version = store.hash_file(f.path)
+            except FileNotFoundError:
+                continue  # removed since the listing
+        out.append(StoredFile(f.path, f.size, f.fingerprint, version or f"size:{f.fingerprint}", f.symlink))
+    return out
+
+
+def _write_fingerprints(store: Store, benchmark: str, files: list[StoredFile], listed_at_ns: int) -> None:
+    if not store.is_local:
+        return
+    # as git does with its index: a file changed just before it was listed may change again within the
+    # clock's granularity without its fingerprint moving, so it is not cached (it is hashed next time)
+    settled = listed_at_ns - int(RACY_SECONDS * 1e9)
+    rows = [
+        {"path": f.path, "fingerprint": f.fingerprint, "version": f.version}
+        for f in files
+        if not f.symlink and int(f.fingerprint.split(":")[2]) < settled
+    ]
+    store.write_bytes(fingerprint_path(benchmark), parquet_bytes(pa.Table.from_pylist(rows, schema=_FINGERPRINTS)))
+
+
+def _spec(store: Store, benchmark: str, files: list[StoredFile]) -> tuple[str, BenchmarkSpec | None, IngestError | None]:
+    """(benchmark.yaml's version, the spec or None, the error that rejects every upload or None)."""
+    path = spec_path(benchmark)
+    spec_file = next((f for f in files if f.path == path), None)
+    if spec_file is None:
+        error = IngestError(
+            path, "spec_exists", "benchmark.yaml is missing: it says which column is the metric and how to score it"
+        )
+        return "", None, error
+    if spec_file.symlink:
+        return "symlink", None, IngestError(path, "symlink", "benchmark.yaml is a symbolic link; links are never followed")
+    if spec_file.size > MAX_SPEC_BYTES:
+        error = IngestError(path, "spec_size", f"benchmark.yaml is {spec_file.size:,} bytes; at most {MAX_SPEC_BYTES:,}")
+        return spec_file.version, None, error
+    data, version = store.read_versioned(path, limit=MAX_SPEC_BYTES)
+    try:
+        return version, parse_benchmark_spec(data, benchmark, path), None
+    except IngestError as err:
+        return version, None, err
+
+
+Validator = Callable[[list[pa.Table], BenchmarkSpec], list[tuple[str, ...]]]
+
+
+def refresh_ledger(
+    store: Store,
+    benchmark: str,
+    *,
+    read_upload: Callable[..., pa.Table],
+    quality_suite: Validator | None = None,
+    batch_rows: int = 2_000_000,
+) -> LedgerUpdate:
+    """Bring a benchmark's ledger (and its accepted uploads) up to date with ``raw/<benchmark>/``.
+
+    Parameters
+    ----------
+    store : Store
+    benchmark : str
+        A safe benchmark name (the caller has checked it).
+    read_upload : callable
+        ``read_upload(data, file, spec, max_bytes=...) -> pyarrow.Table`` (the input contract):
+        normalized rows, or :class:`IngestError`.
+    quality_suite : callable, optional
+        ``quality_suite(tables, spec) -> [failed expectations per table]``: a second opinion over
+        contract-accepted uploads (validated together, in batches of about ``batch_rows`` rows).
+
+    Returns
+    -------
+    LedgerUpdate
+    """
+    old = read_ledger(store, benchmark)
+    listed_at_ns = time.time_ns()
+    listing = _versions(store, benchmark, store.list_files(raw_folder(benchmark)))
+    spec_version, spec, spec_error = _spec(store, benchmark, listing)
+    previous = {r["path"]: r for r in old.rows} if old else {}
+    have_accepted_file = set(store.list_dir(accepted_folder(benchmark)))
+
+    rows: dict[str, dict] = {}
+    uploads: list[tuple[StoredFile, str]] = []
+    for f in listing:
+        if f.path == spec_path(benchmark):
+            continue
+        if f.symlink:
+            rows[f.path] = _row(f, "refused", error=IngestError(f.path, "symlink", "a symbolic link; links are never followed"))
+            continue
+        try:
+            raw = classify_raw_path(f.path)
+        except IngestError as err:
+            rows[f.path] = _row(f, "refused", error=err)
+            continue
+        if raw is not None and raw.kind == "upload":
+            uploads.append((f, raw.agent))
+
+    per_agent = Counter(agent for _, agent in uploads)
+    to_check: list[tuple[StoredFile, str]] = []
+    for f, agent in uploads:
+        if per_agent[agent] > 1:
+            names = sorted(g.name for g, a in uploads if a == agent)
+            error = IngestError(
+                f"raw/{benchmark}/{agent}.*",
+                "one_file_per_agent",
+                f"agent {agent!r} has {len(names)} files ({', '.join(names)}); keep exactly one",
+            )
+            rows[f.path] = _row(f, "rejected", agent=agent, error=error, spec_version=spec_version)
+        elif f.size > store.max_upload_bytes:
+            error = IngestError(
+                f.path,
+                "log_size",
+                f"file is {f.size:,} bytes; the limit is {store.max_upload_bytes:,} (split it or raise the limit)",
+            )
+            rows[f.path] = _row(f, "rejected", agent=agent, error=error, spec_version=spec_version)
+        elif spec_error is not None:
+            rows[f.path] = _row(f, "rejected", agent=agent, error=spec_error, spec_version=spec_version)
+        else:
+            before = previous.get(f.path)
+            same = (
+                before is not None
+                and before["status"] in ("accepted", "rejected")
+                and before["rule"] not in ("one_file_per_agent", "log_size")
+                and (before["version"], before["spec_version"], before["ingest_version"])
+                == (f.version, spec_version, INGEST_VERSION)
+                and (before["status"] != "accepted" or f"{agent}.parquet" in have_accepted_file)
+            )
+            if same:
+                rows[f.path] = dict(before)
+            else:
+                to_check.append((f, agent))
+
+    validated = _validate(store, benchmark, spec, spec_version, to_check, rows, read_upload, quality_suite, batch_rows)
+
+    accepted_agents = {r["agent"] for r in rows.values() if r["status"] == "accepted"}
+    for name in have_accepted_file:
+        if name.endswith(".parquet") and name.removesuffix(".parquet") not in accepted_agents:
+            store.remove(f"{accepted_folder(benchmark)}/{name}")
+    _write_fingerprints(store, benchmark, [f for f in listing if f.version], listed_at_ns)
+
+    scoring = json.dumps(spec.scoring.to_config(), sort_keys=True) if spec else ""
+    ledger = Ledger(benchmark, spec_version, tuple(rows[p] for p in sorted(rows)), scoring, spec.description if spec else "")
+    changed = [r for p, r in sorted(rows.items()) if previous.get(p) != r]
+    changed += [{**r, "status": "removed"} for p, r in sorted(previous.items()) if p not in rows]
+    written = old is None or old != ledger
+    if written:
+        store.write_bytes(ledger_path(benchmark), ledger.to_parquet())
+    return LedgerUpdate(ledger, changed, validated, written)
+
+
+def _validate(store, benchmark, spec, spec_version, to_check, rows, read_upload, quality_suite, batch_rows) -> int:
+    """Read and check ``to_check`` uploads; accepted ones are written to warehouse/accepted/. Returns how many."""
+    pending: list[tuple[StoredFile, str, pa.Table]] = []
+    pending_rows = 0
+
+    def flush():
+        nonlocal pending_rows
+        failures = quality_suite([t for _, _, t in pending], spec) if quality_suite and pending else [()] * len(pending)
+        for (f, agent, table), failed in zip(pending, failures, strict=True):
+            if failed:
+                error = IngestError(f.path, "quality_suite", "; ".join(failed))
+                rows[f.path] = _row(f, "rejected", agent=agent, error=error, spec_version=spec_version)
+                continue
+            meta = {"source_path": f.path, "source_version": f.version, "spec_version": spec_version, "agent": agent}
+            table = table.replace_schema_metadata({b"agielo": json.dumps(meta, sort_keys=True).encode()})
+            store.write_bytes(accepted_path(benchmark, agent), parquet_bytes(table))
+            rows[f.path] = _row(f, "accepted", agent=agent, rows=table.num_rows, spec_version=spec_version)
+        pending.clear()
+        pending_rows = 0
+
+    for f, agent in to_check:
+        try:
+            data, version = store.read_versioned(f.path, limit=store.max_upload_bytes)
+        except FileNotFoundError:
+            continue  # removed since the listing: the next refresh sees it gone
+        f = StoredFile(f.path, len(data), f.fingerprint, version, f.symlink)
+        try:
+            table = read_upload(data, f.path, spec, max_bytes=store.max_upload_bytes)
+        except IngestError as err:
+            rows[f.path] = _row(f, "rejected", agent=agent, error=err, spec_version=spec_version)
+            continue
+        except StorageError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - whatever goes wrong reading one upload rejects that upload only
+            error = IngestError(f.path, "unreadable", f"could not be read ({type(exc).__name__}: {exc})")
+            rows[f.path] = _row(f, "rejected", agent=agent, error=error, spec_version=spec_version)
+            continue
+        del data
+        pending.append((f, agent, table))
+        pending_rows += table.num_rows
+        if pending_rows >= batch_rows:
+            flush()
+    flush()
+    return len(to_check)

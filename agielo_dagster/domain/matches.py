@@ -1,0 +1,165 @@
+"""A benchmark's match table, built from its ledger's accepted uploads, incrementally.
+
+``test_case_id, agent_id, metric, score, source_path, source_version``: agents in name order, each
+agent's rows in file order; id and lineage columns dictionary-encoded (integer codes and one copy
+of each string, however many matches). An agent whose accepted (path, version) is unchanged since
+the previous table keeps its rows from it; only new or changed agents are read from
+``warehouse/accepted/``. Raw files are never read here. The result equals a build from scratch,
+byte for byte once written, whatever the history.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .layout import accepted_path
+from .ledger import Ledger, read_accepted
+from .store import Store
+
+__all__ = ["MATCH_SCHEMA", "build_match_table", "input_manifest", "manifest_of", "test_case_metadata"]
+
+_DICT = pa.dictionary(pa.int32(), pa.string())
+MATCH_SCHEMA = pa.schema(
+    [
+        ("test_case_id", _DICT),
+        ("agent_id", _DICT),
+        ("metric", pa.float64()),
+        ("score", pa.float64()),
+        ("source_path", _DICT),
+        ("source_version", _DICT),
+    ]
+)
+DICTIONARY_COLUMNS = ("test_case_id", "agent_id", "source_path", "source_version")
+
+
+def manifest_of(table: pa.Table | None) -> dict[str, tuple[str, str]]:
+    """agent → (source_path, source_version) recorded in a match table's metadata ({} if none)."""
+    if table is None or not table.schema.metadata or b"agielo.manifest" not in table.schema.metadata:
+        return {}
+    return {agent: tuple(v) for agent, v in json.loads(table.schema.metadata[b"agielo.manifest"]).items()}
+
+
+def _agent_slices(table: pa.Table) -> dict[str, tuple[int, int]]:
+    """agent → (offset, length) of its contiguous rows in a match table grouped by agent."""
+    column = table.column("agent_id").combine_chunks()
+    if not isinstance(column, pa.DictionaryArray):
+        column = column.dictionary_encode()
+    codes = column.indices.to_numpy(zero_copy_only=False)
+    if len(codes) == 0:
+        return {}
+    starts = np.concatenate([[0], np.flatnonzero(np.diff(codes)) + 1])
+    ends = np.concatenate([starts[1:], [len(codes)]])
+    names = column.dictionary.to_pylist()
+    return {names[codes[s]]: (int(s), int(e - s)) for s, e in zip(starts, ends, strict=True)}
+
+
+def _constant(value: str, n: int) -> pa.DictionaryArray:
+    return pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, dtype=np.int32)), pa.array([value], pa.string()))
+
+
+def _canonical(column: pa.ChunkedArray) -> pa.DictionaryArray:
+    """One dictionary array whose dictionary lists the values in order of first appearance.
+
+    Makes the encoding a function of the rows alone, not of how the table was assembled.
+    """
+    dictionary_type = column.type
+    unified = pa.chunked_array(column.chunks, dictionary_type).unify_dictionaries()
+    merged = unified.combine_chunks() if unified.num_chunks else pa.array([], dictionary_type)
+    indices = merged.indices.to_numpy(zero_copy_only=False)
+    if len(indices) == 0:
+        return pa.DictionaryArray.from_arrays(pa.array([], pa.int32()), pa.array([], pa.string()))
+    used, first = np.unique(indices, return_index=True)
+    order = used[np.argsort(first, kind="stable")]
+    remap = np.empty(len(merged.dictionary), dtype=np.int32)
+    remap[order] = np.arange(len(order), dtype=np.int32)
+    return pa.DictionaryArray.from_arrays(pa.array(remap[indices]), merged.dictionary.take(pa.array(order)))
+
+
+def build_match_table(store: Store, ledger: Ledger, previous: pa.Table | None = None) -> pa.Table:
+    """Every accepted match of the ledger's benchmark (see the module docstring).
+
+    ``previous`` is the benchmark's last match table, if any: rows of unchanged agents are taken
+    from it instead of being read again.
+    """
+    accepted = sorted(ledger.accepted, key=lambda r: r["agent"])
+    reusable = manifest_of(previous)
+    slices = _agent_slices(previous) if reusable else {}
+    pieces = []
+    for r in accepted:
+        agent, source = r["agent"], (r["path"], r["version"])
+        if reusable.get(agent) == source and agent in slices:
+            offset, length = slices[agent]
+            pieces.append(previous.slice(offset, length).select(MATCH_SCHEMA.names))
+            continue
+        rows = read_accepted(store, ledger.benchmark, agent, columns=["test_case_id", "metric", "score"])
+        n = rows.num_rows
+        pieces.append(
+            pa.table(
+                [
+                    pc.dictionary_encode(rows.column("test_case_id")).cast(_DICT),
+                    _constant(agent, n),
+                    rows.column("metric"),
+                    rows.column("score"),
+                    _constant(r["path"], n),
+                    _constant(r["version"], n),
+                ],
+                schema=MATCH_SCHEMA,
+            )
+        )
+    if pieces:
+        table = pa.concat_tables([p.cast(MATCH_SCHEMA) for p in pieces])
+    else:
+        table = MATCH_SCHEMA.empty_table()
+    columns = [
+        _canonical(table.column(c)) if c in DICTIONARY_COLUMNS else table.column(c).combine_chunks() for c in MATCH_SCHEMA.names
+    ]
+    manifest = {r["agent"]: [r["path"], r["version"]] for r in accepted}
+    metadata = {b"agielo.manifest": json.dumps(manifest, sort_keys=True).encode()}
+    return pa.Table.from_arrays(columns, schema=MATCH_SCHEMA.with_metadata(metadata))
+
+
+def input_manifest(ledger: Ledger) -> pa.Table:
+    """The exact inputs of the benchmark's ratings: agent_id, source_path, source_version, spec_version, matches."""
+    accepted = sorted(ledger.accepted, key=lambda r: r["agent"])
+    return pa.table(
+        {
+            "agent_id": pa.array([r["agent"] for r in accepted], pa.string()),
+            "source_path": pa.array([r["path"] for r in accepted], pa.string()),
+            "source_version": pa.array([r["version"] for r in accepted], pa.string()),
+            "spec_version": pa.array([r["spec_version"] for r in accepted], pa.string()),
+            "matches": pa.array([r["rows"] for r in accepted], pa.int64()),
+        }
+    )
+
+
+def test_case_metadata(store: Store, ledger: Ledger, test_case_ids: list[str], *, max_uploads: int = 50) -> pd.DataFrame:
+    """The metadata columns (``meta.*`` of the accepted uploads) of a few test cases.
+
+    Read from at most ``max_uploads`` accepted uploads (in agent order), so the cost does not grow
+    with the number of agents; a value that differs between those uploads shows as ``varies``.
+    Returns one row per test case: ``test_case_id`` plus one column per metadata name.
+    """
+    wanted = pa.array(test_case_ids, pa.string())
+    values: dict[str, dict[str, set]] = {}
+    for r in sorted(ledger.accepted, key=lambda r: r["agent"])[:max_uploads]:
+        path = accepted_path(ledger.benchmark, r["agent"])
+        names = [n for n in store.read_schema(path).names if n.startswith("meta.")]
+        if not names:
+            continue
+        table = store.read_table(path, columns=["test_case_id", *names])
+        table = table.filter(pc.is_in(table.column("test_case_id"), value_set=wanted))
+        for row in table.to_pylist():
+            for name in names:
+                values.setdefault(name.removeprefix("meta."), {}).setdefault(row["test_case_id"], set()).add(str(row[name]))
+    out = pd.DataFrame({"test_case_id": test_case_ids})
+    for column, by_case in values.items():
+        out[column] = [
+            (next(iter(by_case[t])) if len(by_case.get(t, ())) == 1 else ("varies" if by_case.get(t) else ""))
+            for t in test_case_ids
+        ]
+    return out

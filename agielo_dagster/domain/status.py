@@ -1,0 +1,223 @@
+"""The one question everything asks: is a benchmark's output current for its inputs?
+
+A benchmark is **stale** exactly when
+
+- its raw folder no longer matches its ledger (a file is new, changed or gone, ``benchmark.yaml``
+  changed, or the ingest code changed), or
+- it has accepted uploads and the digest recorded in its last output differs from the ledger's
+  inputs digest (accepted uploads' versions, ``benchmark.yaml``'s version, code version), or
+- it has no accepted upload left but still has outputs (they must be withdrawn).
+
+The sensor, the CLI and the runs themselves ask this through :func:`benchmark_state`. Nothing is
+read but listings, the ledger, the fingerprint cache and one parquet footer; no upload is read or
+hashed (a local file whose fingerprint is not in the cache counts as changed).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from .contract import IngestError, check_name
+from .layout import (
+    accepted_folder,
+    figures_folder,
+    fingerprint_path,
+    ledger_path,
+    raw_folder,
+    report_path,
+    spec_path,
+    warehouse_path,
+)
+from .ledger import Ledger, read_ledger
+from .lineage import INGEST_VERSION
+from .store import StorageError, Store
+
+__all__ = [
+    "BENCHMARK_OUTPUTS",
+    "DIGEST_KEY",
+    "FINAL_OUTPUT",
+    "BenchmarkState",
+    "benchmark_state",
+    "RawTopLevel",
+    "known_benchmarks",
+    "quarantine_digest",
+    "scan_raw",
+]
+
+# every per-benchmark output, in the order a run writes them; the last one is written last
+BENCHMARK_OUTPUTS = (
+    "match_tables",
+    "input_manifests",
+    "rating_snapshots",
+    "test_case_ratings",
+    "agent_ratings",
+    "reliability_reports",
+    "competency_gap_tables",
+    "benchmark_reports",
+)
+FINAL_OUTPUT = BENCHMARK_OUTPUTS[-1]
+DIGEST_KEY = "agielo.inputs_digest"
+SMALL_FILE_BYTES = 64 * 1024
+
+
+@dataclass(frozen=True)
+class BenchmarkState:
+    benchmark: str
+    raw_present: bool
+    needs_ingest: bool
+    accepted: int
+    inputs_digest: str | None  # from the ledger; None without one
+    rated_digest: str | None  # recorded in the final output; None without one
+    outputs_present: bool
+    reason: str  # why it is stale ('' when current)
+    listing_digest: str = ""  # fingerprints of the raw folder: which state of the files this is
+
+    @property
+    def stale(self) -> bool:
+        return bool(self.reason)
+
+    @property
+    def vanished(self) -> bool:
+        """Nothing left: no raw folder, no ledger, no outputs (its partition can go)."""
+        return not self.raw_present and self.inputs_digest is None and not self.outputs_present
+
+
+@dataclass(frozen=True)
+class RawTopLevel:
+    """What ``raw/`` holds directly: benchmark folders, and entries that are refused (with why)."""
+
+    benchmarks: list[str]
+    refused: list[IngestError]
+
+
+def scan_raw(store: Store) -> RawTopLevel:
+    """Benchmark folders under ``raw/`` (safe names), and the refused entries beside them."""
+    benchmarks, refused = [], []
+    for name, kind in store.list_entries("raw"):
+        path = f"raw/{name}"
+        if kind == "symlink":
+            refused.append(IngestError(path, "symlink", "a symbolic link; links are never followed"))
+        elif kind == "file":
+            refused.append(
+                IngestError(
+                    path,
+                    "layout",
+                    "files belong at raw/<benchmark>/<agent>.<csv|parquet|jsonl> or raw/<benchmark>/benchmark.yaml",
+                )
+            )
+        else:
+            try:
+                benchmarks.append(check_name(name, "benchmark", path))
+            except IngestError as err:
+                refused.append(err)
+    return RawTopLevel(benchmarks, refused)
+
+
+def known_benchmarks(store: Store, raw: RawTopLevel | None = None) -> list[str]:
+    """Benchmarks with a raw folder or a ledger (a removed folder's ledger still needs its outputs withdrawn)."""
+    names = set((raw or scan_raw(store)).benchmarks)
+    names |= {n.removesuffix(".parquet") for n in store.list_dir("warehouse/upload_ledger") if n.endswith(".parquet")}
+    return sorted(names)
+
+
+def _local_versions(store: Store, benchmark: str) -> dict[tuple[str, str], str]:
+    try:
+        table = store.read_table(fingerprint_path(benchmark))
+        return {(r["path"], r["fingerprint"]): r["version"] for r in table.to_pylist()}
+    except StorageError:
+        raise
+    except Exception:  # noqa: BLE001 - no cache: every file counts as changed
+        return {}
+
+
+def _ingest_reason(store: Store, benchmark: str, ledger: Ledger | None, raw_present: bool, listing) -> str:
+    """Why the raw folder no longer matches the ledger ('' when it matches)."""
+    if ledger is None:
+        return "no ledger yet" if raw_present else ""
+    if not raw_present:
+        return "the raw folder is gone"
+    cache = _local_versions(store, benchmark) if store.is_local else {}
+    current = {}
+    for f in listing:
+        version = f.version or cache.get((f.path, f.fingerprint))
+        if version is None and f.size <= SMALL_FILE_BYTES:
+            try:  # new, changed or just written: a small file is cheaper to hash than to re-run for
+                version = store.hash_file(f.path)
+            except FileNotFoundError:
+                return f"{f.path} is gone"
+        if version is None:
+            return f"{f.path} is new or changed"
+        current[f.path] = version
+    spec_version = current.pop(spec_path(benchmark), "")
+    if spec_version != ledger.spec_version and not (spec_version == "" and ledger.spec_version == ""):
+        return "benchmark.yaml changed"
+    recorded = {r["path"]: r["version"] for r in ledger.rows}
+    if current != recorded:
+        changed = sorted(set(current.items()) ^ set(recorded.items()))
+        return f"{changed[0][0]} is new, changed or gone"
+    if any(r["ingest_version"] != INGEST_VERSION for r in ledger.rows):
+        return "the ingest code changed"
+    present = set(store.list_dir(accepted_folder(benchmark)))
+    if any(f"{r['agent']}.parquet" not in present for r in ledger.accepted):
+        return "an accepted upload's normalized copy is missing"
+    return ""
+
+
+def benchmark_state(store: Store, benchmark: str, code_version: str, raw: RawTopLevel | None = None) -> BenchmarkState:
+    """Where a benchmark stands (see the module docstring)."""
+    raw_present = benchmark in (raw or scan_raw(store)).benchmarks
+    ledger = read_ledger(store, benchmark)
+    listing = store.list_files(raw_folder(benchmark)) if raw_present else []
+    ingest_reason = _ingest_reason(store, benchmark, ledger, raw_present, listing)
+    seen = hashlib.sha256("\n".join(f"{f.path}\0{f.fingerprint}" for f in listing).encode()).hexdigest()[:16]
+    meta = store.parquet_metadata(warehouse_path(FINAL_OUTPUT, benchmark))
+    rated = (meta or {}).get(DIGEST_KEY)
+    accepted = len(ledger.accepted) if ledger else 0
+    digest = ledger.inputs_digest(code_version) if ledger else None
+    outputs_present = meta is not None or store.exists(warehouse_path("match_tables", benchmark))
+    if ingest_reason:
+        reason = ingest_reason
+    elif accepted and rated != digest:
+        reason = "outputs were computed from other inputs or code" if rated else "outputs are missing"
+    elif not accepted and outputs_present:
+        reason = "no accepted upload left: outputs must be withdrawn"
+    else:
+        reason = ""
+    return BenchmarkState(benchmark, raw_present, bool(ingest_reason), accepted, digest, rated, outputs_present, reason, seen)
+
+
+def quarantine_digest(store: Store, raw: RawTopLevel) -> str:
+    """What the quarantine report is built from: every ledger's content and the refused entries of raw/."""
+    digest = hashlib.sha256()
+    for benchmark in known_benchmarks(store, raw):
+        meta = store.parquet_metadata(ledger_path(benchmark)) or {}
+        digest.update(f"{benchmark}\0{meta.get('agielo', '')}\n".encode())
+    for err in raw.refused:
+        digest.update(f"raw\0{err}\n".encode())
+    return "sha256:" + digest.hexdigest()[:16]
+
+
+NIGHTLY_OUTPUTS = ("estimator_comparison", "rating_uncertainty")
+
+
+def withdraw(store: Store, benchmark: str, *, everything: bool = False) -> list[str]:
+    """Remove a benchmark's outputs (the final one first, so an interrupted withdrawal still reads as stale).
+
+    With ``everything`` (its raw folder is gone) the ledger, the fingerprint cache and the accepted
+    uploads go too, the ledger last. Returns the removed paths.
+    """
+    paths = [warehouse_path(a, benchmark) for a in (*reversed(BENCHMARK_OUTPUTS), *NIGHTLY_OUTPUTS)]
+    paths += [f"{figures_folder(benchmark)}/{n}" for n in store.list_dir(figures_folder(benchmark))]
+    paths.append(report_path(benchmark))
+    if everything:
+        paths += [f"{accepted_folder(benchmark)}/{n}" for n in store.list_dir(accepted_folder(benchmark))]
+        paths += [fingerprint_path(benchmark), ledger_path(benchmark)]
+    removed = []
+    for path in paths:
+        if store.exists(path):
+            store.remove(path)
+            removed.append(path)
+    for folder in (figures_folder(benchmark), accepted_folder(benchmark)):
+        store.remove_empty_folder(folder)
+    return removed

@@ -1,0 +1,505 @@
+"""Object storage: a local folder (default) or ``s3://bucket/prefix`` through s3fs.
+
+The domain's only door to files. Listings report every file's size and a cheap *fingerprint*
+(size, modification and change times in ns, and inode locally; the ETag on S3); a file's *version* is the
+SHA-256 of its content locally and its ETag on S3. Writes are atomic: readers see the old file
+or the new one, never half of one. Symbolic links are listed as such and never followed.
+
+Credentials come from the environment (``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, or any
+source boto understands); they are never logged and never part of a message.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import posixpath
+import time
+import uuid
+from dataclasses import dataclass, field
+
+import fsspec
+
+from .contract import MAX_LOG_BYTES
+
+__all__ = [
+    "StorageError",
+    "StorageUnavailable",
+    "Store",
+    "StoredFile",
+    "TEMP_SUFFIX",
+    "default_root",
+]
+
+DEFAULT_ROOT = "agielo_data"
+TEMP_SUFFIX = ".tmp"
+SCHEMES = ("s3",)
+
+
+def default_root() -> str:
+    """``AGIELO_STORAGE`` if set, else ``./agielo_data`` (made absolute)."""
+    root = os.environ.get("AGIELO_STORAGE") or DEFAULT_ROOT
+    return root if "://" in root else os.path.abspath(root)
+
+
+class StorageError(Exception):
+    """The storage could not be used; the message is one line naming the place and the fix."""
+
+    retryable = False
+
+
+class StorageUnavailable(StorageError, ConnectionError):
+    """The object storage did not answer (stopped, restarting, network down): worth a retry."""
+
+    retryable = True
+
+
+def _s3_errors():
+    try:
+        import botocore.exceptions as be
+    except ImportError:  # pragma: no cover - s3fs depends on botocore
+        return (), (), ()
+    unreachable = (be.EndpointConnectionError, be.ConnectionClosedError, be.ReadTimeoutError, be.ConnectTimeoutError)
+    credentials = (be.NoCredentialsError, be.PartialCredentialsError)
+    return unreachable, credentials, (be.ClientError,)
+
+
+def _guarded(method):
+    """Turn the storage libraries' exceptions into one-line StorageErrors naming the place (never credentials)."""
+
+    @functools.wraps(method)
+    def wrapper(self: Store, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except StorageError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - classified below, re-raised when not a storage problem
+            error = self.classify_error(exc)
+            if error is None:
+                raise
+            raise error from exc
+
+    return wrapper
+
+
+@dataclass(frozen=True)
+class StoredFile:
+    """A listed file: where it is (relative to the root), its size and its fingerprint.
+
+    ``version`` is known from the listing on S3 (the ETag); locally it is the content hash,
+    filled in by :meth:`Store.versions` (through a fingerprint cache, so unchanged files are
+    never read again).
+    """
+
+    path: str
+    size: int
+    fingerprint: str
+    version: str = ""
+    symlink: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.path.rsplit("/", 1)[-1]
+
+    @property
+    def benchmark(self) -> str:
+        return self.path.split("/")[1]
+
+    @property
+    def agent(self) -> str:
+        return self.name.rsplit(".", 1)[0]
+
+
+@dataclass
+class Store:
+    """The storage root every part of the pipeline reads from and writes to."""
+
+    root: str = field(default_factory=default_root)
+    endpoint_url: str | None = None
+    max_upload_bytes: int = MAX_LOG_BYTES
+
+    def __post_init__(self):
+        scheme = self.root.split("://", 1)[0].lower() if "://" in self.root else "file"
+        if scheme not in ("file", *SCHEMES):
+            raise StorageError(
+                f"storage root {self.root!r}: unknown scheme {scheme + '://'!r}; use a local folder or s3://bucket/prefix"
+            )
+        self._fs = None
+
+    # -- where things are -------------------------------------------------------------------
+
+    @property
+    def is_local(self) -> bool:
+        return "://" not in self.root or self.root.startswith("file://")
+
+    @property
+    def base(self) -> str:
+        root = self.root.removeprefix("file://")
+        if not self.is_local:
+            root = root.split("://", 1)[1]
+        return root.rstrip("/") or "/"
+
+    @property
+    def endpoint(self) -> str:
+        return self.endpoint_url or os.environ.get("AWS_ENDPOINT_URL") or "AWS"
+
+    @property
+    def where(self) -> str:
+        """The root as a user names it (with the S3 endpoint)."""
+        return self.root if self.is_local else f"{self.root} at {self.endpoint}"
+
+    def full_path(self, path: str) -> str:
+        clean = posixpath.normpath(path)
+        if clean.startswith(("/", "..")) or "/../" in f"/{clean}/":
+            raise ValueError(f"path {path!r} leaves the storage root")
+        return f"{self.base}/{clean}"
+
+    def uri(self, path: str) -> str:
+        """A user-facing address of a stored file (never holds credentials)."""
+        return self.full_path(path) if self.is_local else f"s3://{self.full_path(path)}"
+
+    def filesystem(self) -> fsspec.AbstractFileSystem:
+        if self._fs is None:
+            if self.is_local:
+                self._fs = fsspec.filesystem("file")
+            else:
+                endpoint = self.endpoint_url or os.environ.get("AWS_ENDPOINT_URL")
+                options = {"client_kwargs": {"endpoint_url": endpoint}} if endpoint else {}
+                # Fail fast and let the callers' retry policy recover, visibly, rather than hide an
+                # outage in the clients' own retries. Listings must see every new upload.
+                self._fs = fsspec.filesystem(
+                    "s3",
+                    use_listings_cache=False,
+                    skip_instance_cache=True,
+                    config_kwargs={"retries": {"max_attempts": 2, "mode": "standard"}, "connect_timeout": 5, "read_timeout": 60},
+                    **options,
+                )
+                self._fs.retries = 2  # s3fs's own retry loop (5 by default)
+        return self._fs
+
+    # -- errors ------------------------------------------------------------------------------
+
+    def classify_error(self, exc: BaseException) -> StorageError | None:
+        """A one-line StorageError for a storage library's exception, or None if it is not one."""
+        unreachable, credentials, client = _s3_errors()
+        name = type(exc).__name__
+        if isinstance(exc, unreachable) or isinstance(exc, (ConnectionError, TimeoutError)) and not self.is_local:
+            return StorageUnavailable(
+                f"object storage {self.where} is unreachable ({name}); is the endpoint up and AWS_ENDPOINT_URL right?"
+            )
+        if isinstance(exc, credentials):
+            return StorageError(
+                f"object storage {self.where}: no credentials found; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
+            )
+        code = ""
+        if isinstance(exc, client):
+            code = str(getattr(exc, "response", {}).get("Error", {}).get("Code", ""))
+        if isinstance(exc, PermissionError) or code in ("AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "403"):
+            if self.is_local:
+                return StorageError(f"storage root {self.root}: permission denied ({exc.__class__.__name__}: {exc})"[:300])
+            return StorageError(
+                f"object storage {self.where}: access denied; check AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY "
+                "and the bucket's permissions"
+            )
+        if code in ("NoSuchBucket",):
+            return StorageError(f"object storage {self.where}: the bucket does not exist (create it, or pass --create)")
+        return None
+
+    # -- listing -----------------------------------------------------------------------------
+
+    @_guarded
+    def check_root(self, *, create: bool = False) -> None:
+        """Raise a StorageError when the root (local folder, or bucket) does not exist, unless ``create``."""
+        fs = self.filesystem()
+        if self.is_local:
+            if os.path.isdir(self.base):
+                return
+            if os.path.exists(self.base):
+                raise StorageError(f"storage root {self.root} is a file, not a folder")
+            if not create:
+                raise StorageError(f"storage root {self.root} does not exist (create it, or pass --create)")
+            os.makedirs(self.base, exist_ok=True)
+            return
+        bucket = self.base.split("/", 1)[0]
+        if fs.exists(bucket):
+            fs.ls(bucket)  # proves the credentials can read it
+            return
+        if not create:
+            raise StorageError(f"object storage {self.where}: bucket {bucket!r} does not exist (create it, or pass --create)")
+        fs.mkdir(bucket)
+
+    @_guarded
+    def list_files(self, folder: str) -> list[StoredFile]:
+        """Every file under ``folder`` at any depth, sorted by path; hidden names (``.x``) are skipped.
+
+        Locally, symbolic links (to files or folders) are listed with ``symlink=True`` and never followed.
+        """
+        top = self.full_path(folder)
+        if self.is_local:
+            return sorted(self._walk_local(top), key=lambda f: f.path)
+        fs = self.filesystem()
+        if not fs.exists(top):
+            return []
+        found = []
+        for full, info in fs.find(top, detail=True).items():
+            rel = self._relative(full)
+            if info.get("type") != "file" or _hidden(rel):
+                continue
+            etag = str(info.get("ETag") or info.get("etag") or "").strip('"')
+            version = f"etag:{etag}" if etag else ""
+            found.append(StoredFile(rel, int(info.get("size") or 0), version or f"size:{info.get('size')}", version))
+        return sorted(found, key=lambda f: f.path)
+
+    def _walk_local(self, top: str):
+        if not os.path.isdir(top):
+            return
+        stack = [top]
+        while stack:
+            folder = stack.pop()
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    if entry.name.startswith("."):
+                        continue
+                    rel = self._relative(entry.path)
+                    if entry.is_symlink():
+                        yield StoredFile(rel, 0, "symlink", "symlink", symlink=True)
+                    elif entry.is_dir(follow_symlinks=False):
+                        stack.append(entry.path)
+                    elif entry.is_file(follow_symlinks=False):
+                        st = entry.stat(follow_symlinks=False)
+                        # ctime too: a write that restores the old mtime (utime) still moves ctime
+                        yield StoredFile(rel, st.st_size, f"{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}")
+
+    def _relative(self, full: str) -> str:
+        full = full.replace(os.sep, "/") if self.is_local else full
+        prefix = self.base.rstrip("/") + "/"
+        return full[len(prefix) :] if full.startswith(prefix) else full.split(prefix, 1)[-1]
+
+    @_guarded
+    def list_dir(self, folder: str) -> list[str]:
+        """Names of the files directly in a folder, hidden ones skipped ([] if it does not exist)."""
+        full = self.full_path(folder)
+        if self.is_local:
+            if not os.path.isdir(full):
+                return []
+            with os.scandir(full) as entries:
+                return sorted(e.name for e in entries if not e.name.startswith(".") and e.is_file(follow_symlinks=False))
+        fs = self.filesystem()
+        if not fs.exists(full):
+            return []
+        return sorted(
+            name
+            for info in fs.ls(full, detail=True)
+            if info.get("type") == "file" and not (name := info["name"].rsplit("/", 1)[-1]).startswith(".")
+        )
+
+    @_guarded
+    def list_entries(self, folder: str) -> list[tuple[str, str]]:
+        """(name, kind) directly in a folder, kind ∈ file | folder | symlink; hidden names skipped."""
+        full = self.full_path(folder)
+        if self.is_local:
+            if not os.path.isdir(full):
+                return []
+            with os.scandir(full) as entries:
+                out = [
+                    (e.name, "symlink" if e.is_symlink() else "folder" if e.is_dir(follow_symlinks=False) else "file")
+                    for e in entries
+                    if not e.name.startswith(".")
+                ]
+            return sorted(out)
+        fs = self.filesystem()
+        if not fs.exists(full):
+            return []
+        out = []
+        for info in fs.ls(full, detail=True):
+            name = info["name"].rstrip("/").rsplit("/", 1)[-1]
+            if not name.startswith("."):
+                out.append((name, "folder" if info.get("type") == "directory" else "file"))
+        return sorted(out)
+
+    @_guarded
+    def list_folders(self, folder: str) -> list[str]:
+        """Names of the sub-folders directly in a folder (hidden ones and symbolic links skipped)."""
+        full = self.full_path(folder)
+        if self.is_local:
+            if not os.path.isdir(full):
+                return []
+            with os.scandir(full) as entries:
+                return sorted(e.name for e in entries if not e.name.startswith(".") and e.is_dir(follow_symlinks=False))
+        fs = self.filesystem()
+        if not fs.exists(full):
+            return []
+        return sorted(
+            name
+            for info in fs.ls(full, detail=True)
+            if info.get("type") == "directory" and not (name := info["name"].rstrip("/").rsplit("/", 1)[-1]).startswith(".")
+        )
+
+    # -- reading -----------------------------------------------------------------------------
+
+    @_guarded
+    def read_bytes(self, path: str, *, limit: int | None = None) -> bytes:
+        """The file's bytes; with ``limit``, at most ``limit + 1`` of them (enough to tell it is too big)."""
+        with self.filesystem().open(self.full_path(path), "rb") as f:
+            return f.read() if limit is None else f.read(limit + 1)
+
+    @_guarded
+    def read_versioned(self, path: str, *, limit: int | None = None) -> tuple[bytes, str]:
+        """The file's bytes and the version they are (content hash locally, ETag on S3).
+
+        On S3 the ETag is taken before and after the read; a file replaced meanwhile is read again.
+        """
+        if self.is_local:
+            data = self.read_bytes(path, limit=limit)
+            return data, content_version(data)
+        fs = self.filesystem()
+        full = self.full_path(path)
+        for _ in range(5):
+            before = _etag(fs.info(full))
+            data = self.read_bytes(path, limit=limit)
+            if _etag(fs.info(full)) == before:
+                return data, before
+        raise StorageUnavailable(f"{self.uri(path)} kept changing while it was read")
+
+    @_guarded
+    def hash_file(self, path: str) -> str:
+        """A local file's content version, read in blocks (never whole into memory)."""
+        digest = hashlib.sha256()
+        with self.filesystem().open(self.full_path(path), "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+        return "sha256:" + digest.hexdigest()
+
+    @_guarded
+    def read_table(self, path: str, *, columns: list[str] | None = None, read_dictionary: list[str] | None = None):
+        """A parquet file as a pyarrow Table (natively: arrow never calls back into a Python file object)."""
+        import pyarrow.parquet as pq
+
+        source = self.full_path(path) if self.is_local else _buffer(self.read_bytes(path))
+        return pq.read_table(source, columns=columns, read_dictionary=read_dictionary)
+
+    @_guarded
+    def read_schema(self, path: str):
+        """A parquet file's schema (with its key-value metadata), from the footer only."""
+        import pyarrow.parquet as pq
+
+        if self.is_local:
+            return pq.read_schema(self.full_path(path))
+        with self.filesystem().open(self.full_path(path), "rb") as f:
+            return pq.read_schema(f)  # footer only: no reader threads behind the Python file object
+
+    def parquet_metadata(self, path: str) -> dict[str, str] | None:
+        """A parquet file's key-value metadata, read from its footer only; None if it is missing or unreadable."""
+        try:
+            metadata = self.read_schema(path).metadata or {}
+        except StorageError:
+            raise
+        except (FileNotFoundError, OSError, ValueError):
+            return None
+        return {k.decode(): v.decode() for k, v in metadata.items()}
+
+    @_guarded
+    def exists(self, path: str) -> bool:
+        return self.filesystem().exists(self.full_path(path))
+
+    # -- writing -----------------------------------------------------------------------------
+
+    @_guarded
+    def write_bytes(self, path: str, data: bytes) -> None:
+        """Write atomically: readers see the old file or the new one, never half of one."""
+        if path.split("/", 1)[0] == "raw":
+            raise PermissionError(f"the pipeline never writes uploads ({path})")
+        full = self.full_path(path)
+        if not self.is_local:
+            self.filesystem().pipe_file(full, data)  # one PUT: S3 objects appear whole or not at all
+            return
+        folder = posixpath.dirname(full)
+        os.makedirs(folder, exist_ok=True)
+        tmp = posixpath.join(folder, f".{posixpath.basename(full)}.{uuid.uuid4().hex}{TEMP_SUFFIX}")
+        try:
+            with open(tmp, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, full)
+        finally:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+
+    @_guarded
+    def remove(self, path: str) -> None:
+        """Remove a derived file if present (refuses anything under raw/)."""
+        if path.split("/", 1)[0] == "raw":
+            raise PermissionError(f"the pipeline never removes uploads ({path})")
+        fs = self.filesystem()
+        full = self.full_path(path)
+        if fs.exists(full):
+            fs.rm(full)
+
+    @_guarded
+    def remove_empty_folder(self, path: str) -> None:
+        """Remove a derived folder if it is empty (S3 has no folders: nothing to do)."""
+        if self.is_local and path.split("/", 1)[0] != "raw":
+            try:
+                os.rmdir(self.full_path(path))
+            except OSError:
+                pass  # missing or not empty
+
+    @_guarded
+    def remove_temporaries(self, folder: str, *, older_than_seconds: float = 600.0) -> list[str]:
+        """Remove leftover temporary files (a crash inside a write) under a local folder; returns their paths.
+
+        Only files older than ``older_than_seconds`` go, so a write still in flight elsewhere is left alone.
+        """
+        if not self.is_local:
+            return []  # S3 writes are single PUTs: nothing is left behind
+        top = self.full_path(folder)
+        removed = []
+        cutoff = time.time() - older_than_seconds
+        for dirpath, _, names in os.walk(top):
+            for name in names:
+                if name.startswith(".") and name.endswith(TEMP_SUFFIX):
+                    path = os.path.join(dirpath, name)
+                    try:
+                        if os.lstat(path).st_mtime < cutoff:
+                            os.remove(path)
+                            removed.append(self._relative(path))
+                    except FileNotFoundError:
+                        continue
+        return removed
+
+
+def content_version(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def _etag(info: dict) -> str:
+    return "etag:" + str(info.get("ETag") or info.get("etag") or "").strip('"')
+
+
+def _hidden(rel: str) -> bool:
+    return any(part.startswith(".") for part in rel.split("/"))
+
+
+def _buffer(data: bytes):
+    import pyarrow as pa
+
+    return pa.BufferReader(data)
+
+
+def parquet_bytes(table) -> bytes:
+    """A pyarrow Table as parquet bytes (zstd), written through arrow's own buffer (deterministic)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, compression="zstd")
+    return sink.getvalue().to_pybytes()
+
+
+def table_from_bytes(data: bytes, **options):
+    """A pyarrow Table from parquet bytes, read natively."""
+    import pyarrow.parquet as pq
+
+    return pq.read_table(_buffer(data), **options)

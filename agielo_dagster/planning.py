@@ -1,0 +1,65 @@
+"""What to run now: the one question (is a benchmark stale?) asked of every benchmark, plus the run queue.
+
+Shared by the sensor and ``agielo run`` so that both always agree.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+import dagster as dg
+
+from .assets.partitions import benchmark_partitions
+from .domain.layout import warehouse_path
+from .domain.lineage import CODE_VERSION
+from .domain.status import DIGEST_KEY, BenchmarkState, RawTopLevel, benchmark_state, known_benchmarks, quarantine_digest, scan_raw
+from .domain.store import Store
+from .runs import BENCHMARK_TAG, STATE_TAG, WAITING
+
+MAX_ATTEMPTS = 3  # failed runs on the same unchanged files before the sensor stops asking
+
+
+@dataclass
+class Plan:
+    raw: RawTopLevel
+    states: dict[str, BenchmarkState]
+    to_rate: list[str] = field(default_factory=list)
+    busy: list[str] = field(default_factory=list)  # stale, with a run already queued or in progress
+    given_up: list[str] = field(default_factory=list)  # stale, but its last runs on these very files failed
+    new_partitions: list[str] = field(default_factory=list)
+    vanished: list[str] = field(default_factory=list)  # partitions of benchmarks with nothing left
+    quarantine_digest: str = ""
+    quarantine_stale: bool = False
+
+
+def state_key(state: BenchmarkState) -> str:
+    """Which situation a run was asked to resolve (the files as listed, the ledger, the outputs, the code)."""
+    text = f"{state.listing_digest}|{state.inputs_digest}|{state.rated_digest}|{CODE_VERSION}"
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def plan_runs(store: Store, instance: dg.DagsterInstance) -> Plan:
+    raw = scan_raw(store)
+    partitions = set(instance.get_dynamic_partitions(benchmark_partitions.name))
+    states = {b: benchmark_state(store, b, CODE_VERSION, raw) for b in known_benchmarks(store, raw)}
+    plan = Plan(raw, states)
+    plan.vanished = sorted(p for p in partitions if p not in states or states[p].vanished)
+    for benchmark, state in states.items():
+        if state.raw_present and benchmark not in partitions:
+            plan.new_partitions.append(benchmark)
+        if not state.stale:
+            continue
+        records = list(instance.get_run_records(dg.RunsFilter(tags={BENCHMARK_TAG: benchmark}), limit=20))
+        if any(r.dagster_run.status in WAITING for r in records):
+            plan.busy.append(benchmark)
+            continue
+        key = state_key(state)
+        failures = sum(
+            r.dagster_run.status == dg.DagsterRunStatus.FAILURE and r.dagster_run.tags.get(STATE_TAG) == key for r in records
+        )
+        (plan.given_up if failures >= MAX_ATTEMPTS else plan.to_rate).append(benchmark)
+    plan.quarantine_digest = quarantine_digest(store, raw)
+    recorded = (store.parquet_metadata(warehouse_path("quarantine_report", None)) or {}).get(DIGEST_KEY)
+    plan.quarantine_stale = recorded != plan.quarantine_digest
+    return plan

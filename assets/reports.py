@@ -1,0 +1,115 @@
+"""benchmark_reports: the paper's figures and a self-contained HTML report per benchmark.
+
+Written last in a rating run: its output (one row per artifact) records the inputs digest that
+says the whole benchmark is current. Figures go to ``warehouse/figures/<benchmark>/``, the report
+to ``warehouse/reports/<benchmark>.html``; both stay bounded in pixels and bytes whatever the
+number of agents.
+"""
+
+import hashlib
+
+import dagster as dg
+import pandas as pd
+import pyarrow as pa
+from agielo_dagster.resources.storage import ObjectStorage
+
+from agielo_dagster.domain import figures as figs
+from agielo_dagster.domain.layout import figure_path, report_path
+from agielo_dagster.domain.ledger import read_ledger
+from agielo_dagster.domain.lineage import CODE_VERSION
+from agielo_dagster.domain.matches import test_case_metadata
+from agielo_dagster.domain.report import png_data_uri, render_report
+from agielo_dagster.rating import binned_calibration
+
+from .common import OWNERS, TAGS, digest_of, frame_table, retried_on_storage_errors
+from .partitions import benchmark_partitions
+from .ratings import ENGINE_COLUMNS
+
+HARDEST_SHOWN = 10
+
+
+@dg.asset(
+    partitions_def=benchmark_partitions,
+    ins={
+        "test_case_ratings": dg.AssetIn(),
+        "agent_ratings": dg.AssetIn(),
+        "reliability_reports": dg.AssetIn(),
+        "rating_snapshots": dg.AssetIn(),
+        "competency_gap_tables": dg.AssetIn(),
+        "input_manifests": dg.AssetIn(),
+        "match_tables": dg.AssetIn(metadata={"columns": ENGINE_COLUMNS}),
+    },
+    io_manager_key="warehouse_io_manager",
+    group_name="reports",
+    code_version=CODE_VERSION,
+    kinds={"parquet", "html"},
+    owners=OWNERS,
+    tags=TAGS,
+    description="The benchmark's figures (rating distribution, reliability, agent trajectories, calibration, competency "
+    "gap) and its static HTML report; one row per artifact with its path, size and hash.",
+)
+def benchmark_reports(
+    context: dg.AssetExecutionContext,
+    storage: ObjectStorage,
+    test_case_ratings: pa.Table,
+    agent_ratings: pa.Table,
+    reliability_reports: pa.Table,
+    rating_snapshots: pa.Table,
+    competency_gap_tables: pa.Table,
+    input_manifests: pa.Table,
+    match_tables: pa.Table,
+) -> dg.Output:
+    benchmark = context.partition_key
+    digest = digest_of(competency_gap_tables)
+    store = storage.store
+    test_cases, agents = test_case_ratings.to_pandas(), agent_ratings.to_pandas()
+    gaps, reliability = competency_gap_tables.to_pandas(), reliability_reports.to_pandas()
+    with retried_on_storage_errors(context):
+        ledger = read_ledger(store, benchmark)
+        hardest = test_cases.nlargest(HARDEST_SHOWN, "mu")[["test_case_id", "mu", "sigma", "mean_metric"]]
+        hardest = hardest.rename(columns={"mu": "rating"}).astype({"test_case_id": str})
+        if ledger is not None:
+            hardest = hardest.merge(test_case_metadata(store, ledger, list(hardest["test_case_id"])), on="test_case_id")
+        drawn = {
+            "rating_distribution": figs.rating_distribution(test_cases, agents, title=f"{benchmark}: difficulty and competency"),
+            "reliability_curves": figs.reliability_curves(reliability, title=f"{benchmark}: reliability"),
+            "agent_trajectories": figs.agent_trajectories(rating_snapshots.to_pandas(), title=f"{benchmark}: agent ratings"),
+            "calibration": figs.calibration(
+                binned_calibration(match_tables.to_pandas(), test_cases, agents), title=f"{benchmark}: calibration"
+            ),
+            "competency_gap": figs.competency_gap(gaps, title=f"{benchmark}: competency gap"),
+        }
+        pngs = {name: figs.to_png(fig) for name, fig in drawn.items()}
+        for name, png in pngs.items():
+            store.write_bytes(figure_path(benchmark, name), png)
+        html = render_report(
+            benchmark,
+            pngs,
+            gaps,
+            hardest,
+            reliability,
+            input_manifests.to_pandas(),
+            CODE_VERSION,
+            digest,
+            ledger.description if ledger else "",
+        ).encode()
+        store.write_bytes(report_path(benchmark), html)
+    artifacts = pd.DataFrame(
+        [
+            {"artifact": name, "path": path, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+            for name, path, data in [
+                *((n, figure_path(benchmark, n), p) for n, p in pngs.items()),
+                ("report", report_path(benchmark), html),
+            ]
+        ]
+    )
+    return dg.Output(
+        artifacts,
+        metadata={
+            "inputs_digest": digest,
+            "code_version": CODE_VERSION,
+            "report": dg.MetadataValue.path(store.uri(report_path(benchmark))),
+            "hardest_test_cases": frame_table(hardest, list(hardest.columns), limit=HARDEST_SHOWN),
+            **{f"figure_{name}": dg.MetadataValue.md(f"![{name}]({png_data_uri(png)})") for name, png in pngs.items()},
+        },
+    )
