@@ -9,8 +9,9 @@ import dagster as dg
 import pandas as pd
 from agielo_dagster.resources.storage import ObjectStorage
 
+from agielo_dagster.domain.contract import IngestError, check_name
 from agielo_dagster.domain.lineage import CODE_VERSION
-from agielo_dagster.ingest import IngestError, check_name, read_log
+from agielo_dagster.domain.readers import read_rows
 from agielo_dagster.rating import MatchTableError, hodge_rank
 
 from .common import OWNERS, TAGS, frame_table, retried_on_storage_errors
@@ -39,7 +40,7 @@ def difficulty_judgments(context: dg.AssetExecutionContext, storage: ObjectStora
     with retried_on_storage_errors(context):
         data, version = storage.store.read_versioned(path, limit=storage.max_upload_bytes)
     try:
-        frame = read_log(data, path, max_bytes=storage.max_upload_bytes)
+        frame = read_rows(data, path, max_bytes=storage.max_upload_bytes).to_pandas()
         result = hodge_rank(frame)
     except (IngestError, MatchTableError) as err:
         raise dg.Failure(f"{path}: {err}", metadata={"file": path, "version": version}, allow_retries=False) from None

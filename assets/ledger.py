@@ -11,11 +11,11 @@ is still rated on its accepted uploads) while any upload is rejected or refused.
 import dagster as dg
 from agielo_dagster.resources.storage import ObjectStorage
 
-from agielo_dagster.domain._legacy_reader import read_upload  # noqa: E402  (until domain/readers.py lands)
 from agielo_dagster.domain.layout import ledger_path, warehouse_path
 from agielo_dagster.domain.ledger import Ledger, read_ledger, refresh_ledger
 from agielo_dagster.domain.lineage import CODE_VERSION, INGEST_VERSION
 from agielo_dagster.domain.quality import failed_expectations
+from agielo_dagster.domain.readers import read_upload
 from agielo_dagster.domain.status import DIGEST_KEY, FINAL_OUTPUT, scan_raw, withdraw
 from agielo_dagster.runs import claim_benchmark
 

@@ -298,9 +298,7 @@ def refresh_ledger(
         if per_agent[agent] > 1:
             names = sorted(g.name for g, a in uploads if a == agent)
             error = IngestError(
-                f"raw/{benchmark}/{agent}.*",
-                "one_file_per_agent",
-                f"agent {agent!r} has {len(names)} files ({', '.join(names)}); keep exactly one",
+                f.path, "one_file_per_agent", f"agent {agent!r} has {len(names)} files ({', '.join(names)}); keep exactly one"
             )
             rows[f.path] = _row(f, "rejected", agent=agent, error=error, spec_version=spec_version)
         elif f.size > store.max_upload_bytes:

@@ -25,15 +25,13 @@ OUTPUT_SOURCES: tuple[str, ...] = (
     "agielo_dagster.domain",
     "agielo_dagster.assets",
     "agielo_dagster.resources.warehouse",
-    "agielo_dagster.ingest",
 )
 INGEST_SOURCES: tuple[str, ...] = (
     "agielo_dagster.domain.contract",
     "agielo_dagster.domain.readers",
     "agielo_dagster.domain.quality",
-    "agielo_dagster.domain.uploads",
+    "agielo_dagster.domain.ledger",
     "agielo_dagster.rating.scoring",
-    "agielo_dagster.ingest",
 )
 
 

@@ -137,18 +137,21 @@ def input_manifest(ledger: Ledger) -> pa.Table:
     )
 
 
-def test_case_metadata(store: Store, ledger: Ledger, test_case_ids: list[str], *, max_uploads: int = 50) -> pd.DataFrame:
+def test_case_metadata(
+    store: Store, ledger: Ledger, test_case_ids: list[str], *, max_uploads: int = 50, max_columns: int = 20
+) -> pd.DataFrame:
     """The metadata columns (``meta.*`` of the accepted uploads) of a few test cases.
 
-    Read from at most ``max_uploads`` accepted uploads (in agent order), so the cost does not grow
-    with the number of agents; a value that differs between those uploads shows as ``varies``.
+    Read from at most ``max_uploads`` accepted uploads (in agent order) and at most ``max_columns``
+    metadata columns each, so the cost does not grow with the number of agents or columns; a value
+    that differs between those uploads shows as ``varies``.
     Returns one row per test case: ``test_case_id`` plus one column per metadata name.
     """
     wanted = pa.array(test_case_ids, pa.string())
     values: dict[str, dict[str, set]] = {}
     for r in sorted(ledger.accepted, key=lambda r: r["agent"])[:max_uploads]:
         path = accepted_path(ledger.benchmark, r["agent"])
-        names = [n for n in store.read_schema(path).names if n.startswith("meta.")]
+        names = [n for n in store.read_schema(path).names if n.startswith("meta.")][:max_columns]
         if not names:
             continue
         table = store.read_table(path, columns=["test_case_id", *names])
@@ -157,7 +160,7 @@ def test_case_metadata(store: Store, ledger: Ledger, test_case_ids: list[str], *
             for name in names:
                 values.setdefault(name.removeprefix("meta."), {}).setdefault(row["test_case_id"], set()).add(str(row[name]))
     out = pd.DataFrame({"test_case_id": test_case_ids})
-    for column, by_case in values.items():
+    for column, by_case in list(values.items())[:max_columns]:
         out[column] = [
             (next(iter(by_case[t])) if len(by_case.get(t, ())) == 1 else ("varies" if by_case.get(t) else ""))
             for t in test_case_ids

@@ -49,6 +49,10 @@ class StorageError(Exception):
     retryable = False
 
 
+class UploadsAreReadOnly(PermissionError):
+    """The pipeline itself tried to write or remove an upload under raw/: a bug, never a storage problem."""
+
+
 class StorageUnavailable(StorageError, ConnectionError):
     """The object storage did not answer (stopped, restarting, network down): worth a retry."""
 
@@ -182,6 +186,8 @@ class Store:
 
     def classify_error(self, exc: BaseException) -> StorageError | None:
         """A one-line StorageError for a storage library's exception, or None if it is not one."""
+        if isinstance(exc, UploadsAreReadOnly):
+            return None
         unreachable, credentials, client = _s3_errors()
         name = type(exc).__name__
         if isinstance(exc, unreachable) or isinstance(exc, (ConnectionError, TimeoutError)) and not self.is_local:
@@ -409,7 +415,7 @@ class Store:
     def write_bytes(self, path: str, data: bytes) -> None:
         """Write atomically: readers see the old file or the new one, never half of one."""
         if path.split("/", 1)[0] == "raw":
-            raise PermissionError(f"the pipeline never writes uploads ({path})")
+            raise UploadsAreReadOnly(f"the pipeline never writes uploads ({path})")
         full = self.full_path(path)
         if not self.is_local:
             self.filesystem().pipe_file(full, data)  # one PUT: S3 objects appear whole or not at all
@@ -431,7 +437,7 @@ class Store:
     def remove(self, path: str) -> None:
         """Remove a derived file if present (refuses anything under raw/)."""
         if path.split("/", 1)[0] == "raw":
-            raise PermissionError(f"the pipeline never removes uploads ({path})")
+            raise UploadsAreReadOnly(f"the pipeline never removes uploads ({path})")
         fs = self.filesystem()
         full = self.full_path(path)
         if fs.exists(full):

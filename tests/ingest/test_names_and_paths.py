@@ -3,7 +3,8 @@
 import pytest
 from agielo_dagster.resources.storage import ObjectStorage
 
-from agielo_dagster.ingest import IngestError, check_name, classify_raw_path
+from agielo_dagster.domain.contract import IngestError, check_name
+from agielo_dagster.domain.layout import classify_raw_path
 
 
 @pytest.mark.parametrize(
@@ -73,12 +74,14 @@ def test_raw_paths_outside_the_contract_are_refused(path, rule):
 @pytest.mark.parametrize("path", ["../outside", "warehouse/../../outside", "/etc/passwd", "raw/../../x"])
 def test_storage_never_builds_a_path_outside_its_root(tmp_path, path):
     with pytest.raises(ValueError, match="leaves the storage root"):
-        ObjectStorage(root=str(tmp_path)).full_path(path)
+        ObjectStorage(root=str(tmp_path)).store.full_path(path)
 
 
 def test_storage_refuses_to_remove_uploads(tmp_path):
     with pytest.raises(PermissionError):
-        ObjectStorage(root=str(tmp_path)).remove("raw/mmlu/gpt.csv")
+        ObjectStorage(root=str(tmp_path)).store.remove("raw/mmlu/gpt.csv")
+    with pytest.raises(PermissionError):
+        ObjectStorage(root=str(tmp_path)).store.write_bytes("raw/mmlu/gpt.csv", b"x")
 
 
 def test_storage_config_shown_in_the_ui_holds_no_credentials():

@@ -6,7 +6,7 @@ import dagster as dg
 import pandas as pd
 from agielo_dagster.resources.storage import ObjectStorage
 
-from agielo_dagster.jobs import BENCHMARK_OUTPUTS
+from agielo_dagster.domain.status import BENCHMARK_OUTPUTS
 
 from .conftest import Daemon, write_benchmark, write_log
 
@@ -40,7 +40,6 @@ def test_the_same_file_uploaded_twice_changes_nothing(daemon, root):
     path = root / "raw/quiz/agent_1.csv"
     path.write_bytes(path.read_bytes())  # uploaded again, same content, new modification time
     assert not daemon.sensor_tick().run_requests
-    assert daemon.automation_tick() == {}
     assert len(daemon.runs) == runs and outputs(root, "quiz") == before
 
 
@@ -60,16 +59,22 @@ def test_a_file_replaced_while_its_run_is_in_flight(daemon, root, tmp_path):
     assert (stored.loc[stored["agent_id"] == "agent_0", "metric"] == 0).all()
 
 
-def test_two_agents_landing_together_and_a_late_third(daemon, root, tmp_path):
+def test_agents_landing_while_a_run_is_planned_and_after_it(daemon, root, tmp_path):
     write_benchmark(root, "quiz", [1300, 1500])
     daemon.settle()
     matches = write_benchmark(root / "extra", "quiz", [1400, 1600, 1800], seed=0)
-    for agent, rows in matches.groupby("agent_id"):
-        write_log(root, "quiz", f"late_{agent}", rows.rename(columns={"metric": "correct"})[["test_case_id", "correct"]])
+    late = {
+        agent: rows.rename(columns={"metric": "correct"})[["test_case_id", "correct"]]
+        for agent, rows in matches.groupby("agent_id")
+    }
+    write_log(root, "quiz", "late_agent_0", late["agent_0"])
     requests = daemon.sensor_tick(execute=False).run_requests
-    daemon.execute(requests[:1])  # the daemon is busy: the automation tick runs between the ingest runs
-    daemon.automation_tick()
-    daemon.execute(requests[1:])
+    write_log(root, "quiz", "late_agent_1", late["agent_1"])  # lands after the run was planned, before it starts
+    daemon.execute(requests)
+    write_log(root, "quiz", "late_agent_2", late["agent_2"])  # lands after the run
     daemon.settle()
     clean = clean_run(root / "raw", tmp_path, "clean")
     assert outputs(root, "quiz") == outputs(clean, "quiz")
+    assert {"late_agent_0", "late_agent_1", "late_agent_2"} <= set(
+        pd.read_parquet(root / "warehouse/agent_ratings/quiz.parquet")["agent_id"]
+    )

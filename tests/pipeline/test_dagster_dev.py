@@ -6,12 +6,12 @@ import sys
 
 import pytest
 
-from agielo_dagster.jobs import NIGHTLY_OUTPUTS
+from agielo_dagster.domain.status import BENCHMARK_OUTPUTS, NIGHTLY_OUTPUTS
 
 from ..devserver import REPO, DagsterDev
 from .conftest import write_benchmark
 
-ASSETS = {"raw_benchmark_logs", *NIGHTLY_OUTPUTS, "quarantine_report", "difficulty_judgments"}
+ASSETS = {"upload_ledger", *BENCHMARK_OUTPUTS, *NIGHTLY_OUTPUTS, "quarantine_report", "difficulty_judgments"}
 
 
 @pytest.fixture(scope="module")
@@ -44,17 +44,23 @@ def test_asset_graph(dev_server):
     data = dev_server.graphql("{ assetNodes { assetKey { path } groupName dependencyKeys { path } isPartitioned } }")
     nodes = {"/".join(n["assetKey"]["path"]): n for n in data["data"]["assetNodes"]}
     assert set(nodes) == ASSETS
-    assert {"/".join(d["path"]) for d in nodes["match_tables"]["dependencyKeys"]} == {"raw_benchmark_logs"}
+    assert {"/".join(d["path"]) for d in nodes["match_tables"]["dependencyKeys"]} == {"upload_ledger"}
     assert {"/".join(d["path"]) for d in nodes["competency_gap_tables"]["dependencyKeys"]} == {
+        "test_case_ratings",
+        "agent_ratings",
+        "input_manifests",
+    }
+    assert {"/".join(d["path"]) for d in nodes["benchmark_reports"]["dependencyKeys"]} == {
         "test_case_ratings",
         "agent_ratings",
         "input_manifests",
         "reliability_reports",
         "rating_snapshots",
+        "competency_gap_tables",
         "match_tables",  # figures: snapshots, reliability and the binned calibration
     }
-    assert nodes["raw_benchmark_logs"]["groupName"] == "ingest" and nodes["agent_ratings"]["groupName"] == "ratings"
-    assert nodes["raw_benchmark_logs"]["isPartitioned"] and not nodes["quarantine_report"]["isPartitioned"]
+    assert nodes["upload_ledger"]["groupName"] == "ingest" and nodes["agent_ratings"]["groupName"] == "ratings"
+    assert nodes["upload_ledger"]["isPartitioned"] and not nodes["quarantine_report"]["isPartitioned"]
 
 
 def test_last_materializations(dev_server):
@@ -73,9 +79,9 @@ def test_last_materializations(dev_server):
     assert gaps and gaps[0]["partition"] == "quiz"
     entries = {e["label"]: e for e in gaps[0]["metadataEntries"]}
     assert entries["inputs_digest"]["text"].startswith("sha256:")
-    assert "agent_2" in entries["top_agents_with_gaps"]["mdStr"]
-    raw = dev_server.graphql(query, {"path": ["raw_benchmark_logs"]})["data"]["assetOrError"]["assetMaterializations"]
-    assert {m["partition"] for m in raw} == {"agent_0|quiz", "agent_1|quiz", "agent_2|quiz"}
+    assert {"top_agents_with_gaps", "dagster/row_count", "dagster/column_schema", "dagster/uri"} <= set(entries)
+    ledger = dev_server.graphql(query, {"path": ["upload_ledger"]})["data"]["assetOrError"]["assetMaterializations"]
+    assert [m["partition"] for m in ledger] == ["quiz"]  # one partition per benchmark, not per upload
 
 
 def test_sensor_and_schedule_are_running(dev_server):
@@ -85,8 +91,7 @@ def test_sensor_and_schedule_are_running(dev_server):
     )
     repo = data["data"]["repositoriesOrError"]["nodes"][0]
     sensors = {s["name"]: s["sensorState"]["status"] for s in repo["sensors"]}
-    # declarative automation needs a running automation sensor: Dagster's implicit one starts stopped
-    assert sensors == {"raw_uploads_sensor": "RUNNING", "judgments_sensor": "RUNNING", "agielo_automation": "RUNNING"}
+    assert sensors == {"benchmarks_sensor": "RUNNING", "judgments_sensor": "RUNNING"}
     (schedule,) = repo["schedules"]
     assert (schedule["name"], schedule["cronSchedule"], schedule["scheduleState"]["status"]) == (
         "nightly_rerate",
@@ -96,7 +101,7 @@ def test_sensor_and_schedule_are_running(dev_server):
 
 
 def test_the_daemon_rates_a_new_upload_end_to_end(dev_server):
-    """No in-process stand-in: dagster dev's own daemon runs the sensor, the runs and the automation."""
+    """No in-process stand-in: dagster dev's own daemon runs the sensor and the runs."""
     import time
     from pathlib import Path
 

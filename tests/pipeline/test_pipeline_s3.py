@@ -1,7 +1,6 @@
 """The same incremental flow against a real S3-compatible server (SeaweedFS), through s3fs."""
 
 import io
-import json
 import uuid
 
 import dagster as dg
@@ -52,8 +51,9 @@ def test_uploads_to_s3_are_rated_and_re_rated(s3):
     fs, prefix, daemon = s3
     put_benchmark(fs, prefix, "quiz", [1300, 1600, 1900])
     put_benchmark(fs, prefix, "vision", [1500, 1700], seed=2)
-    requested = daemon.settle()
-    assert requested["competency_gap_tables"] == {"quiz", "vision"}
+    runs = daemon.settle()
+    assert sorted(r.dagster_run.tags.get("dagster/partition", "") for r in runs) == ["", "quiz", "vision"]  # + quarantine
+    assert all(r.success for r in runs)
     gaps = read(fs, prefix, "competency_gap_tables", "quiz")
     assert list(gaps["agent_id"]) == ["agent_2", "agent_1", "agent_0"]
     assert gaps["source_version"].str.startswith("etag:").all()  # S3 versions are ETags
@@ -64,8 +64,7 @@ def test_uploads_to_s3_are_rated_and_re_rated(s3):
     log = pd.read_csv(io.BytesIO(fs.cat_file(f"{prefix}/raw/quiz/agent_0.csv"))).assign(correct=1)
     put_log(fs, prefix, "quiz", "agent_0", log)
     result = daemon.sensor_tick()
-    assert len(result.run_requests) == 1
-    assert daemon.automation_tick()["match_tables"] == {"quiz"}
+    assert [r.partition_key for r in result.run_requests] == ["quiz"]
     assert read(fs, prefix, "agent_ratings", "quiz").set_index("agent_id")["mu"].idxmax() == "agent_0"
     assert fs.cat_file(f"{prefix}/warehouse/competency_gap_tables/vision.parquet") == vision_before
     # outputs are whole parquet files, no temporary leftovers
@@ -77,8 +76,10 @@ def test_a_rejected_s3_upload_is_quarantined_and_the_secret_never_shows(s3):
     put_benchmark(fs, prefix, "quiz", [1300, 1600])
     fs.pipe_file(f"{prefix}/raw/quiz/bad.csv", b"test_case_id,correct\nq1,0.5\nq1,0.7\n")
     daemon.settle()
-    record = json.loads(fs.cat_file(f"{prefix}/warehouse/quarantine/quiz/bad.json"))
-    assert record["rule"] == "test_case_id_unique" and "data row 2" in record["message"]
+    ledger = read(fs, prefix, "upload_ledger", "quiz").set_index("path")
+    record = ledger.loc["raw/quiz/bad.csv"]
+    assert record["status"] == "rejected" and record["rule"] == "test_case_id_unique" and "data row 2" in record["message"]
+    assert ledger["version"].str.startswith("etag:").all()
     assert set(read(fs, prefix, "agent_ratings", "quiz")["agent_id"]) == {"agent_0", "agent_1"}
     # credentials come from the environment and appear in no log line, event, metadata or run config
     entries = [entry for run in daemon.runs for entry in daemon.instance.all_logs(run.run_id)]
@@ -127,7 +128,6 @@ def test_storage_stopped_mid_run_is_retried_and_leaves_no_partial_output(s3_serv
             assert "is unreachable" in messages and server.endpoint in messages  # names the storage, not credentials
             assert SECRET_KEY not in messages
 
-            daemon.automation_tick()
             after = read(fs, prefix, "agent_ratings", "quiz").set_index("agent_id")["mu"]
             assert after["agent_0"] > before["agent_0"]
             assert not [p for p in fs.find(f"{prefix}/warehouse") if ".tmp" in p]
