@@ -21,6 +21,7 @@ from .glicko import (
     update_rating_period,
 )
 from .graph import DisconnectedMatchesWarning
+from .heldout import heldout_check
 from .predict import (
     combined_sigma,
     competency_gaps,
@@ -47,6 +48,7 @@ __all__ = [
     "DEFAULT_SHUFFLES",
     "DisconnectedMatchesWarning",
     "combined_sigma",
+    "heldout_check",
     "robustness",
     "rasch",
     "plackett_luce",

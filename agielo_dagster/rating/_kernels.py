@@ -184,9 +184,9 @@ def binned_errors_by_agent(start, played, csr_test_case, csr_score, a_lo, a_hi, 
     bins), Σ count·|err|, Σ count·err², matches outside the bins.
     """
     span = bin_width * n_bins
-    count = np.zeros((4, n_bins))
-    ssum = np.zeros((4, n_bins))
-    tsum = np.zeros((4, n_bins))
+    count = np.zeros(n_bins)
+    ssum = np.zeros(n_bins)
+    tsum = np.zeros(n_bins)
     for a in range(a_lo, a_hi):
         count[:] = 0.0
         ssum[:] = 0.0
@@ -199,20 +199,18 @@ def binned_errors_by_agent(start, played, csr_test_case, csr_score, a_lo, a_hi, 
             x = off - m
             if x >= 0.0 and x < span:
                 b = int(x / bin_width)  # x >= 0: truncation is floor
-                lane = j & 3  # four interleaved accumulators: no store-to-load chain on one bin
-                count[lane, b] += 1.0
-                ssum[lane, b] += csr_score[j]
-                tsum[lane, b] += m
+                count[b] += 1.0
+                ssum[b] += csr_score[j]
+                tsum[b] += m
             else:
                 outside += 1
         w = 0.0
         abs_err = 0.0
         sq_err = 0.0
         for b in range(n_bins):
-            c = count[0, b] + count[1, b] + count[2, b] + count[3, b]
+            c = count[b]
             if c > 0.0:
-                d_mean = a_mu[a] - (tsum[0, b] + tsum[1, b] + tsum[2, b] + tsum[3, b]) / c
-                err = 1.0 / (1.0 + 10.0 ** (-d_mean / 400.0)) - (ssum[0, b] + ssum[1, b] + ssum[2, b] + ssum[3, b]) / c
+                err = 1.0 / (1.0 + 10.0 ** (-(a_mu[a] - tsum[b] / c) / 400.0)) - ssum[b] / c
                 w += c
                 abs_err += c * abs(err)
                 sq_err += c * err * err
@@ -223,40 +221,133 @@ def binned_errors_by_agent(start, played, csr_test_case, csr_score, a_lo, a_hi, 
 
 
 @numba.njit(cache=True, nogil=True)
-def average_ranks(x, idx):
-    """1-based ranks of ``x`` given its sorting permutation ``idx``; ties share their mean rank."""
+def pearson(x, y):
     n = len(x)
+    mx = x.sum() / n
+    my = y.sum() / n
+    sxx = 0.0
+    syy = 0.0
+    sxy = 0.0
+    for i in range(n):
+        dx = x[i] - mx
+        dy = y[i] - my
+        sxx += dx * dx
+        syy += dy * dy
+        sxy += dx * dy
+    if sxx == 0.0 or syy == 0.0:
+        return np.nan
+    return sxy / np.sqrt(sxx * syy)
+
+
+@numba.njit(cache=True, nogil=True)
+def _played(mean_metric):
+    return np.flatnonzero(~np.isnan(mean_metric))
+
+
+_SORT_BITS = 32  # the leading bits a key is radix-sorted by; closer values are ordered by the settling pass
+
+
+@numba.njit(cache=True, nogil=True)
+def _sorted_keys(xs, bits):
+    """Keys of ``xs`` (order-preserving bit pattern on top, position in the low ``bits``), sorted by their top 32 bits.
+
+    A stable LSD radix sort (11-bit digits, three passes, fewer when a digit is the same for
+    every key) that releases the GIL, unlike numpy's sort, so that snapshots rank in parallel.
+    """
+    n = len(xs)
+    bits_of_x = (xs + 0.0).view(np.uint64)  # −0.0 + 0.0 is +0.0: the two zeros tie, as they compare equal
+    sign = np.uint64(1) << np.uint64(63)
+    keys = np.empty(n, dtype=np.uint64)
+    for i in range(n):
+        v = bits_of_x[i]
+        k = ~v if v & sign else v | sign
+        keys[i] = ((k >> bits) << bits) | np.uint64(i)
+    buf = np.empty(n, dtype=np.uint64)
+    hist = np.zeros(2048, dtype=np.int64)
+    shift = 64 - _SORT_BITS
+    while shift < 64:
+        width = min(11, 64 - shift)
+        mask = np.uint64((1 << width) - 1)
+        hist[:] = 0
+        for i in range(n):
+            hist[np.int64((keys[i] >> np.uint64(shift)) & mask)] += 1
+        if hist.max() < n:
+            total = 0
+            for d in range(1 << width):
+                c = hist[d]
+                hist[d] = total
+                total += c
+            for i in range(n):
+                d = np.int64((keys[i] >> np.uint64(shift)) & mask)
+                buf[hist[d]] = keys[i]
+                hist[d] += 1
+            keys, buf = buf, keys
+        shift += width
+    return keys
+
+
+@numba.njit(cache=True, nogil=True)
+def _ranks(xs):
+    """Average ranks (ties share their mean) of ``xs``; float64 without NaN."""
+    n = len(xs)
+    bits = np.uint64(1)
+    while (np.uint64(1) << bits) < np.uint64(n):
+        bits += np.uint64(1)
+    keys = _sorted_keys(xs, bits)
+    mask = (np.uint64(1) << bits) - np.uint64(1)
+    top_shift = np.uint64(64 - _SORT_BITS)
     ranks = np.empty(n)
+    run = np.empty(n, dtype=np.int64)
     i = 0
     while i < n:
+        top = keys[i] >> top_shift
         j = i
-        while j + 1 < n and x[idx[j + 1]] == x[idx[i]]:
+        while j + 1 < n and (keys[j + 1] >> top_shift) == top:
             j += 1
-        r = 0.5 * (i + j) + 1.0
-        for q in range(i, j + 1):
-            ranks[idx[q]] = r
+        if j == i:
+            ranks[np.int64(keys[i] & mask)] = i + 1.0
+            i += 1
+            continue
+        # keys that share their sorted bits: exact order by the full value, then ties
+        m = j - i + 1
+        for q in range(m):
+            run[q] = np.int64(keys[i + q] & mask)
+        for q in range(1, m):
+            v = run[q]
+            r = q - 1
+            while r >= 0 and xs[run[r]] > xs[v]:
+                run[r + 1] = run[r]
+                r -= 1
+            run[r + 1] = v
+        q = 0
+        while q < m:
+            e = q
+            while e + 1 < m and xs[run[e + 1]] == xs[run[q]]:
+                e += 1
+            rank = i + 0.5 * (q + e) + 1.0
+            for z in range(q, e + 1):
+                ranks[run[z]] = rank
+            q = e + 1
         i = j + 1
     return ranks
 
 
 @numba.njit(cache=True, nogil=True)
-def pearson(x, y):
-    xm = x - x.mean()
-    ym = y - y.mean()
-    sxx = (xm * xm).sum()
-    syy = (ym * ym).sum()
-    if sxx == 0.0 or syy == 0.0:
+def _spearman_played(rating, mean_metric):
+    idx = np.flatnonzero(~np.isnan(mean_metric))
+    if len(idx) < 2:
         return np.nan
-    return (xm * ym).sum() / np.sqrt(sxx * syy)
+    x = np.empty(len(idx))
+    y = np.empty(len(idx))
+    for i in range(len(idx)):
+        x[i] = rating[idx[i]]
+        y[i] = mean_metric[idx[i]]
+    return pearson(_ranks(x), _ranks(y))
 
 
 def spearman_played(rating: np.ndarray, mean_metric: np.ndarray) -> float:
     """Spearman ρ (average ranks for ties) over the players that have played (mean not NaN)."""
-    played = ~np.isnan(mean_metric)
-    if played.sum() < 2:
-        return np.nan
-    x, y = rating[played], mean_metric[played]
-    return float(pearson(average_ranks(x, np.argsort(x)), average_ranks(y, np.argsort(y))))
+    return float(_spearman_played(np.asarray(rating, dtype=np.float64), np.asarray(mean_metric, dtype=np.float64)))
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -267,21 +358,47 @@ def sandwich_sums(agent, test_case, score, a_mu, a_sig, t_mu, t_sig, n_agents):
     test case's information that came from this very match (its rating absorbed the result),
     so (S − E)/(1 − h) is the residual the agent would see against the test case rated without it.
     """
+    g_t = np.empty(len(t_sig))
+    for t in range(len(t_sig)):
+        g_t[t] = g1(t_sig[t])
+    lev_a = np.empty(len(a_sig))  # q²g(σ_a)²
+    for a in range(len(a_sig)):
+        ga = g1(a_sig[a])
+        lev_a[a] = Q * Q * ga * ga
     num = np.zeros(n_agents)
     info = np.zeros(n_agents)
     for i in range(len(agent)):
         a = agent[i]
         t = test_case[i]
-        g_t = g1(t_sig[t])
-        e = 1.0 / (1.0 + 10.0 ** (-g_t * (a_mu[a] - t_mu[t]) / 400.0))
-        g_a = g1(a_sig[a])
-        h = Q * Q * t_sig[t] * t_sig[t] * g_a * g_a * e * (1.0 - e)
-        if h > 0.5:
-            h = 0.5
-        r = g_t * (score[i] - e) / (1.0 - h)
+        gt = g_t[t]
+        e = 1.0 / (1.0 + math.exp(-gt * (a_mu[a] - t_mu[t]) * Q))
+        v = e * (1.0 - e)
+        h = min(lev_a[a] * t_sig[t] * t_sig[t] * v, 0.5)
+        r = gt * (score[i] - e) / (1.0 - h)
         num[a] += r * r
-        info[a] += g_t * g_t * e * (1.0 - e)
+        info[a] += gt * gt * v
     return num, info
+
+
+@numba.njit(cache=True, nogil=True)
+def summaries(agent, test_case, score, metric, n_agents, n_test_cases):
+    """Per agent and per test case: matches, Σ score, Σ metric (one pass)."""
+    a_n = np.zeros(n_agents, dtype=np.int64)
+    a_s = np.zeros(n_agents)
+    a_m = np.zeros(n_agents)
+    t_n = np.zeros(n_test_cases, dtype=np.int64)
+    t_s = np.zeros(n_test_cases)
+    t_m = np.zeros(n_test_cases)
+    for i in range(len(agent)):
+        a = agent[i]
+        t = test_case[i]
+        a_n[a] += 1
+        a_s[a] += score[i]
+        a_m[a] += metric[i]
+        t_n[t] += 1
+        t_s[t] += score[i]
+        t_m[t] += metric[i]
+    return a_n, a_s, a_m, t_n, t_s, t_m
 
 
 @numba.njit(cache=True, nogil=True)

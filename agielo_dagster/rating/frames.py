@@ -311,10 +311,10 @@ def arrow_ids(column: Any, name: str, what: str) -> tuple[np.ndarray, np.ndarray
     dictionary = chunks[0].dictionary
     if not (pa.types.is_string(dictionary.type) or pa.types.is_large_string(dictionary.type)):
         dictionary = dictionary.cast(pa.large_string())
-    indices = np.empty(len(column), dtype=np.int64)
+    indices = np.empty(len(column), dtype=np.int32)  # an index is below the dictionary's size, itself at most the rows
     start = 0
     for chunk in chunks:
-        idx = chunk.indices.to_numpy()
+        idx = chunk.indices.to_numpy(zero_copy_only=False)
         indices[start : start + len(idx)] = idx
         start += len(idx)
     values = np.asarray(dictionary.to_numpy(zero_copy_only=False), dtype=object)
@@ -359,7 +359,8 @@ def arrow_floats(column: Any, name: str, what: str, lo: float = -np.inf, hi: flo
 
 def check_unique_matches(m: Matches, what: str = "match table") -> None:
     """Refuse an (agent, test case) pair that occurs on more than one row (rule ``match_unique``)."""
-    first, second, count = _first_duplicate(m.agent, m.test_case, m.n_agents, m.n_test_cases)
+    rows = np.empty(len(m), dtype=np.int32 if len(m) < 2**31 else np.int64)
+    first, second, count = _first_duplicate(m.agent, m.test_case, m.n_agents, m.n_test_cases, rows)
     if count:
         agent, test_case = m.agent_ids[m.agent[second]], m.test_case_ids[m.test_case[second]]
         raise MatchTableError(
@@ -373,8 +374,11 @@ def check_unique_matches(m: Matches, what: str = "match table") -> None:
 
 
 @numba.njit(cache=True, nogil=True)
-def _first_duplicate(agent, test_case, n_agents, n_test_cases):
-    """(first row, repeating row, number of repeated rows) of the earliest repeated (agent, test case) pair."""
+def _first_duplicate(agent, test_case, n_agents, n_test_cases, rows):
+    """(first row, repeating row, number of repeated rows) of the earliest repeated (agent, test case) pair.
+
+    ``rows`` is scratch space of one integer per match.
+    """
     n = len(agent)
     start = np.zeros(n_test_cases + 1, dtype=np.int64)
     for i in range(n):
@@ -382,7 +386,6 @@ def _first_duplicate(agent, test_case, n_agents, n_test_cases):
     for t in range(n_test_cases):
         start[t + 1] += start[t]
     fill = start[:-1].copy()
-    rows = np.empty(n, dtype=np.int64)
     for i in range(n):  # rows grouped by test case, in row order within a group
         t = test_case[i]
         rows[fill[t]] = i

@@ -33,7 +33,7 @@ def components(m: Matches) -> tuple[int, np.ndarray, np.ndarray]:
     root, first = agent_components(m.agent, m.test_case, m.n_agents, m.n_test_cases)
     roots, agent_label = np.unique(root, return_inverse=True)
     n = len(roots)
-    if n == 1:
+    if n == 1 and (first >= 0).all():
         return 1, np.zeros(m.n_agents, dtype=np.int64), np.zeros(m.n_test_cases, dtype=np.int64)
     size = np.bincount(agent_label[m.agent], minlength=n)
     smallest_agent = np.full(n, m.n_agents, dtype=np.int64)
@@ -41,7 +41,9 @@ def components(m: Matches) -> tuple[int, np.ndarray, np.ndarray]:
     rank = np.empty(n, dtype=np.int64)
     rank[np.lexsort((smallest_agent, -size))] = np.arange(n)
     agent_component = rank[agent_label]
-    return n, agent_component, agent_component[first]
+    # a test case without a match (possible in a subset of a table) belongs to no component: -1
+    test_case_component = np.where(first >= 0, agent_component[np.maximum(first, 0)], -1)
+    return n, agent_component, test_case_component
 
 
 def warn_if_disconnected(n_components: int, agent_component: np.ndarray, agent_ids: np.ndarray, what: str) -> None:

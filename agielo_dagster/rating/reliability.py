@@ -76,8 +76,8 @@ class OrderReliability:
         self.start = group_by(agent, n_agents, test_case, score, self.csr_test_case, self.csr_score)
         self.n_agents = n_agents
 
-    def measure(self, a_mu, t_mu, a_mean, t_mean, played) -> tuple[float, float, float, float, int]:
-        """ρ_test_cases, ρ_agents, MAE, MSE and matches outside the bins, with ``played[a]`` matches per agent."""
+    def binned(self, a_mu, t_mu, played) -> tuple[float, float, int]:
+        """MAE, MSE and matches outside the bins, with each agent's first ``played[a]`` matches."""
         per_agent = np.zeros((self.n_agents, 4))
         binned_errors_by_agent(
             self.start,
@@ -95,10 +95,14 @@ class OrderReliability:
         )
         w = per_agent[:, 0].sum()
         mae, mse = (per_agent[:, 1].sum() / w, per_agent[:, 2].sum() / w) if w > 0 else (np.nan, np.nan)
+        return float(mae), float(mse), int(per_agent[:, 3].sum())
+
+    def measure(self, a_mu, t_mu, a_mean, t_mean, played) -> tuple[float, float, float, float, int]:
+        """ρ_test_cases, ρ_agents, MAE, MSE and matches outside the bins (players enter ρ once they have played)."""
         with np.errstate(invalid="ignore"):
             rho_t = spearman_played(t_mu, t_mean)
             rho_a = spearman_played(a_mu, a_mean)
-        return rho_t, rho_a, float(mae), float(mse), int(per_agent[:, 3].sum())
+        return (rho_t, rho_a, *self.binned(a_mu, t_mu, played))
 
 
 def binned_calibration(matches: Any, test_cases: Any, agents: Any) -> Any:
