@@ -162,8 +162,10 @@ def print_summary(store: Store, summary: RunSummary, out=sys.stdout) -> int:
             f"rho(test cases) {rel['rho_test_cases']:.2f}, MAE {rel['mae']:.3f}",
             file=out,
         )
+    raw = set(scan_raw(store).benchmarks)
     for benchmark in summary.withdrawn:
-        print(f"  {benchmark}: no accepted upload: its outputs are withdrawn", file=out)
+        why = "no accepted upload" if benchmark in raw else f"raw/{benchmark}/ is gone"
+        print(f"  withdrawn: {benchmark} ({why}): its outputs are removed", file=out)
     problems = read_quarantine(store)
     for row in problems.itertuples():
         print(f"  {'refused' if row.status == 'refused' else 'rejected'}: {row.message}", file=out)

@@ -120,3 +120,48 @@ def test_report_numbers_equal_the_tables(rated):
     # self-contained: the image is inline, nothing is fetched
     assert re.search(r'src="data:image/png;base64,[A-Za-z0-9+/=]{1000,}"', html)
     assert "http://" not in html and "https://" not in html
+
+
+def test_figures_and_report_stay_bounded_with_ten_thousand_agents():
+    """Size grows with information, not with the number of agents: top agents drawn, the rest summarized."""
+    import struct
+
+    rng = np.random.default_rng(3)
+    n = 10_000
+    test_cases = pd.DataFrame({"test_case_id": [f"t{i}" for i in range(500)], "mu": rng.normal(1500, 300, 500)})
+    agents = pd.DataFrame({"agent_id": [f"agent_{i}" for i in range(n)], "mu": rng.normal(1600, 200, n)})
+    gaps = competency_gaps(test_cases, agents)
+    snapshots = pd.DataFrame(
+        {
+            "fraction": np.repeat([0.5, 1.0], n),
+            "kind": "agent",
+            "id": np.tile(agents["agent_id"], 2),
+            "mu": rng.normal(1500, 100, 2 * n),
+        }
+    )
+    binned = pd.DataFrame(
+        {
+            "agent_id": agents["agent_id"],
+            "bin_lo": 0.0,
+            "bin_hi": 100.0,
+            "matches": 5,
+            "mean_rating_diff": 50.0,
+            "empirical_score": rng.random(n),
+            "expected_score": 0.57,
+        }
+    )
+    drawn = {
+        "rating_distribution": figures.rating_distribution(test_cases, agents),
+        "agent_trajectories": figures.agent_trajectories(snapshots),
+        "calibration": figures.calibration(binned),
+        "competency_gap": figures.competency_gap(gaps),
+    }
+    pngs = {name: figures.to_png(fig) for name, fig in drawn.items()}
+    for name, png in pngs.items():
+        width, height = struct.unpack(">II", png[16:24])
+        assert width <= 1200 and height <= 1000 and len(png) < 400_000, (name, width, height, len(png))
+    reliability = pd.DataFrame({"fraction": [1.0], "rho_test_cases": [-0.9], "rho_agents": [0.9], "mae": [0.01], "mse": [0.001]})
+    inputs = pd.DataFrame({"agent_id": agents["agent_id"], "source_path": "raw/b/x.csv", "source_version": "sha256:0"})
+    report = render_report("b", pngs, gaps, test_cases.head(10), reliability, inputs, "0+x", "sha256:1")
+    assert len(report) < 2_000_000
+    assert "9,900 more rows" in report and report.count("<tr>") < 300

@@ -21,8 +21,14 @@ def png_data_uri(png: bytes) -> str:
     return "data:image/png;base64," + base64.b64encode(png).decode()
 
 
-def _table(frame: pd.DataFrame, floatfmt: str = "{:.1f}") -> str:
-    return frame.to_html(index=False, float_format=floatfmt.format, border=0, classes="t", escape=True)
+MAX_ROWS = 100  # rows per table: the report stays the size of its information, whatever the number of agents
+
+
+def _table(frame: pd.DataFrame, floatfmt: str = "{:.1f}", where: str = "") -> str:
+    shown = frame.head(MAX_ROWS).to_html(index=False, float_format=floatfmt.format, border=0, classes="t", escape=True)
+    if len(frame) > MAX_ROWS:
+        shown += f'<p class="more">{len(frame) - MAX_ROWS:,} more rows{html.escape(" in " + where) if where else ""}.</p>'
+    return shown
 
 
 def render_report(
@@ -70,13 +76,13 @@ table.t td:first-child, table.t th:first-child {{ text-align: left; }} code {{ f
 reliability at 100% of the matches: ρ(test cases) <span id="rho-test-cases">{final["rho_test_cases"]:.3f}</span>,
 ρ(agents) <span id="rho-agents">{final["rho_agents"]:.3f}</span>, MAE <span id="mae">{final["mae"]:.4f}</span>.</p>
 <h2>Agents and their competency gaps</h2>
-<div id="gaps">{_table(gaps[gap_columns])}</div>
+<div id="gaps">{_table(gaps[gap_columns], where=f"warehouse/competency_gap_tables/{benchmark}.parquet")}</div>
 <h2>Hardest test cases</h2>
 <div id="hardest">{_table(hardest)}</div>
 {sections}
 <h2>Inputs and code</h2>
 <p>Inputs digest <code id="inputs-digest">{html.escape(inputs_digest)}</code>;
 code version <code id="code-version">{html.escape(code_version)}</code>.</p>
-<div id="inputs">{_table(inputs)}</div>
+<div id="inputs">{_table(inputs, where=f"warehouse/input_manifests/{benchmark}.parquet")}</div>
 </body></html>
 """

@@ -1,0 +1,257 @@
+"""Kill it, change it, break it: the next `agielo run` always leaves the warehouse a clean run would.
+
+Every check compares the whole warehouse, byte for byte, with a clean run (fresh root, fresh instance)
+on the final raw files. Only the fingerprint cache differs by design (it holds inodes and times).
+"""
+
+import hashlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import dagster as dg
+import numpy as np
+import pandas as pd
+import pytest
+
+from agielo_dagster.domain.status import BENCHMARK_OUTPUTS
+
+from ..devserver import REPO
+
+AGENTS, TEST_CASES = 30, 10_000  # 300,000 matches
+
+
+def agielo(root: Path, home: Path, *extra: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "agielo_dagster.cli", "run", "--storage", str(root), *extra],
+        cwd=REPO,
+        env={**os.environ, "DAGSTER_HOME": str(home)},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def killed_when(root: Path, home: Path, reached, timeout: float = 300) -> bool:
+    """Start `agielo run` and SIGKILL it the moment ``reached()`` holds; False if it finished first."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "agielo_dagster.cli", "run", "--storage", str(root)],
+        cwd=REPO,
+        env={**os.environ, "DAGSTER_HOME": str(home)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + timeout
+    while process.poll() is None and time.monotonic() < deadline:
+        if reached():
+            process.send_signal(signal.SIGKILL)
+            process.wait()
+            return True
+        time.sleep(0.002)
+    process.kill()
+    process.wait()
+    return False
+
+
+def warehouse(root: Path) -> dict[str, str]:
+    top = root / "warehouse"
+    return {
+        str(p.relative_to(top)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(top.rglob("*"))
+        if p.is_file() and p.relative_to(top).parts[0] != "cache"
+    }
+
+
+def new_home(path: Path) -> Path:
+    path.mkdir(parents=True)
+    (path / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    return path
+
+
+def clean_warehouse(root: Path, tmp: Path) -> dict[str, str]:
+    """The warehouse of a fresh root and instance that only ever saw ``root``'s raw files."""
+    fresh = tmp / f"clean_{time.monotonic_ns()}"
+    shutil.copytree(root / "raw", fresh / "raw")
+    result = agielo(fresh, new_home(fresh.parent / f"{fresh.name}_home"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    return warehouse(fresh)
+
+
+def write_benchmark(root: Path, name: str, seed: int = 0) -> None:
+    rng = np.random.default_rng(seed)
+    folder = root / "raw" / name
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "benchmark.yaml").write_text("metric: correct\nscoring: identity\n")
+    difficulty = rng.normal(0, 1, TEST_CASES)
+    ids = np.array([f"q{i:05d}" for i in range(TEST_CASES)])
+    for a in range(AGENTS):
+        p = 1 / (1 + np.exp(difficulty - rng.normal(0, 1)))
+        correct = (rng.random(TEST_CASES) < p).astype(np.int64)
+        pd.DataFrame({"test_case_id": ids, "correct": correct}).to_parquet(folder / f"model_{a:02d}.parquet", index=False)
+
+
+def exists(root: Path, relative: str) -> bool:
+    return (root / relative).exists()
+
+
+POINTS = {
+    # the moment to kill, by what is on disk: each window lasts from tenths of a second to seconds
+    "ingest": lambda r: (
+        any((r / "warehouse/accepted/big").glob("*.parquet")) and not exists(r, "warehouse/upload_ledger/big.parquet")
+    ),
+    "match_table": lambda r: (
+        exists(r, "warehouse/upload_ledger/big.parquet") and not exists(r, "warehouse/match_tables/big.parquet")
+    ),
+    "ratings": lambda r: (
+        exists(r, "warehouse/match_tables/big.parquet") and not exists(r, "warehouse/rating_snapshots/big.parquet")
+    ),
+    "gaps_and_figures": lambda r: (
+        exists(r, "warehouse/agent_ratings/big.parquet") and not exists(r, "warehouse/benchmark_reports/big.parquet")
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def big(tmp_path_factory):
+    base = tmp_path_factory.mktemp("healing")
+    source = base / "source"
+    write_benchmark(source, "big")
+    return {"base": base, "source": source, "clean": clean_warehouse(source, base)}
+
+
+@pytest.mark.parametrize("point", list(POINTS))
+def test_a_run_killed_at_any_point_heals_on_the_next_run(big, point):
+    root = big["base"] / f"kill_{point}"
+    shutil.copytree(big["source"] / "raw", root / "raw")
+    home = new_home(big["base"] / f"kill_{point}_home")
+    assert killed_when(root, home, lambda: POINTS[point](root)), f"the run finished before reaching {point}"
+    rerun = agielo(root, home)
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    assert "rated 1 benchmark(s)" in rerun.stdout
+    assert warehouse(root) == big["clean"]
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        statuses = [r.status for r in instance.get_runs()]
+        # the killed run was found orphaned and marked failed; nothing is left in progress
+        assert dg.DagsterRunStatus.FAILURE in statuses and dg.DagsterRunStatus.STARTED not in statuses
+    again = agielo(root, home)
+    assert "ingested 0 upload(s); rated 0 benchmark(s)" in again.stdout
+
+
+def test_an_interruption_between_any_two_outputs_heals(big, tmp_path):
+    """Every boundary between output writes of a re-rating, constructed exactly: outputs 1..k new, the rest old."""
+    old = tmp_path / "old"
+    shutil.copytree(big["source"] / "raw", old / "raw")
+    home = new_home(tmp_path / "home")
+    assert agielo(old, home).returncode == 0
+    new = tmp_path / "new"
+    shutil.copytree(old, new)
+    frame = pd.read_parquet(new / "raw/big/model_00.parquet").assign(correct=1)
+    frame.to_parquet(new / "raw/big/model_00.parquet", index=False)
+    assert agielo(new, new_home(tmp_path / "home_new")).returncode == 0
+    expected = clean_warehouse(new, tmp_path)
+    assert warehouse(new) == expected
+    for k in range(len(BENCHMARK_OUTPUTS)):
+        root = tmp_path / f"crash_{k}"
+        shutil.copytree(old, root)
+        shutil.copy2(new / "raw/big/model_00.parquet", root / "raw/big/model_00.parquet")
+        for folder in ("upload_ledger", "accepted/big"):  # ingest had finished
+            shutil.rmtree(root / "warehouse" / folder)
+            shutil.copytree(new / "warehouse" / folder, root / "warehouse" / folder)
+        for asset in BENCHMARK_OUTPUTS[:k]:
+            shutil.copy2(new / f"warehouse/{asset}/big.parquet", root / f"warehouse/{asset}/big.parquet")
+        result = agielo(root, home)
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert warehouse(root) == expected, f"after an interruption following {BENCHMARK_OUTPUTS[:k]}"
+
+
+@pytest.fixture
+def small(tmp_path):
+    root = tmp_path / "root"
+    for name, seed in (("quiz", 1), ("vision", 2)):
+        folder = root / "raw" / name
+        folder.mkdir(parents=True)
+        (folder / "benchmark.yaml").write_text("metric: correct\nscoring: identity\n")
+        rng = np.random.default_rng(seed)
+        for a in range(4):
+            pd.DataFrame({"test_case_id": [f"t{i}" for i in range(40)], "correct": rng.random(40).round(3)}).to_csv(
+                folder / f"m{a}.csv", index=False
+            )
+    home = new_home(tmp_path / "home")
+    assert agielo(root, home).returncode == 0
+    return root, home, tmp_path
+
+
+def test_a_scoring_change_re_rates(small):
+    root, home, tmp = small
+    (root / "raw/quiz/benchmark.yaml").write_text("metric: correct\nscoring: binary\nparams: {threshold: 0.5}\n")
+    out = agielo(root, home)
+    assert "rated 1 benchmark(s)" in out.stdout
+    assert warehouse(root) == clean_warehouse(root, tmp)
+
+
+def test_a_metric_rename_withdraws_the_ratings_and_says_so(small):
+    root, home, tmp = small
+    (root / "raw/quiz/benchmark.yaml").write_text("metric: accuracy\nscoring: identity\n")
+    out = agielo(root, home)
+    assert "withdrawn: quiz (no accepted upload): its outputs are removed" in out.stdout
+    assert "quiz: 4 agents" not in out.stdout and "(rule: has_metric)" in out.stdout
+    assert warehouse(root) == clean_warehouse(root, tmp)
+    assert "rated 0 benchmark(s)" in agielo(root, home).stdout
+
+
+@pytest.mark.parametrize("change", ["delete", "rename"])
+def test_a_deleted_or_renamed_benchmark_folder(small, change):
+    root, home, tmp = small
+    if change == "delete":
+        shutil.rmtree(root / "raw/quiz")
+    else:
+        (root / "raw/quiz").rename(root / "raw/quiz2")
+    out = agielo(root, home)
+    assert out.returncode == 0 and "  quiz: " not in out.stdout  # no ratings shown as current
+    assert "withdrawn: quiz (raw/quiz/ is gone): its outputs are removed" in out.stdout
+    assert warehouse(root) == clean_warehouse(root, tmp)
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        assert "quiz" not in instance.get_dynamic_partitions("benchmarks")
+
+
+def test_leftover_temporary_files_and_a_damaged_ledger(small):
+    root, home, tmp = small
+    leftover = root / "warehouse/agent_ratings/.quiz.parquet.0123456789abcdef.tmp"
+    leftover.write_bytes(b"half a parquet file")
+    old = time.time() - 3600
+    os.utime(leftover, (old, old))  # a crash an hour ago
+    (root / "warehouse/upload_ledger/vision.parquet").write_bytes(b"PAR1 truncated")
+    (root / "raw/quiz/m0.csv").write_text("test_case_id,correct\nt0,1\n")  # a change, so quiz's run cleans up
+    out = agielo(root, home)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert not leftover.exists()
+    assert warehouse(root) == clean_warehouse(root, tmp)
+
+
+def test_two_runs_at_once_on_a_new_instance(small):
+    root, _, tmp = small
+    (root / "raw/quiz/m1.csv").write_text("test_case_id,correct\nt0,1\nt1,0\n")
+    home = tmp / "fresh_home"  # no dagster.yaml yet: both create the instance
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-m", "agielo_dagster.cli", "run", "--storage", str(root)],
+            cwd=REPO,
+            env={**os.environ, "DAGSTER_HOME": str(home)},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    outputs = [p.communicate(timeout=300) for p in processes]
+    for process, (out, err) in zip(processes, outputs, strict=True):
+        assert process.returncode == 0, out + err
+        assert "Traceback" not in err and "OperationalError" not in err
+    # between them, each changed benchmark was rated once
+    rated = sum(int(out.split("rated ")[1].split(" ")[0]) for out, _ in outputs)
+    assert rated == 1
+    assert warehouse(root) == clean_warehouse(root, tmp)
