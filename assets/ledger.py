@@ -23,6 +23,7 @@ from .common import OWNERS, TAGS, retried_on_storage_errors
 from .partitions import benchmark_partitions
 
 SHOWN_ROWS = 100  # uploads listed in the UI's metadata; the ledger file holds them all
+LOGGED_ROWS = 20
 UPLOAD_COLUMNS = ["path", "status", "rule", "message", "rows", "version"]
 
 
@@ -78,9 +79,11 @@ def upload_ledger(context: dg.AssetExecutionContext, config: LedgerConfig, stora
         withdrawn = []
         if not ledger.accepted:
             withdrawn = withdraw(store, benchmark)
-        for row in update.changed:
+        for row in update.changed[:LOGGED_ROWS]:  # each log line is an event in the instance: a few, then a count
             level = context.log.info if row["status"] in ("accepted", "removed") else context.log.warning
             level(f"{row['status']} {row['message'] or row['path']}")
+        if len(update.changed) > LOGGED_ROWS:
+            context.log.info(f"… and {len(update.changed) - LOGGED_ROWS} more changed upload(s): see the ledger")
         if not (update.written or withdrawn or config.rerate or (ledger.accepted and rated != digest)):
             context.log.info(f"{benchmark}: outputs are current for inputs {digest}; nothing to do")
             return

@@ -178,7 +178,10 @@ def _cap(message: str) -> str:
 
 
 def _versions(store: Store, benchmark: str, files: list[StoredFile]) -> list[StoredFile]:
-    """Fill in local content versions through the fingerprint cache (S3 listings carry ETags)."""
+    """Fill in local content versions from the fingerprint cache (S3 listings carry ETags); '' where unknown.
+
+    Files over the upload limit get a version made of their fingerprint: they are refused unread.
+    """
     if not store.is_local:
         return files
     cache = {}
@@ -195,14 +198,14 @@ def _versions(store: Store, benchmark: str, files: list[StoredFile]) -> list[Sto
         if f.version:
             out.append(f)
             continue
-        version = cache.get((f.path, f.fingerprint))
-        if version is None and f.size <= store.max_upload_bytes:
-            try:
-                version = store.hash_file(f.path)
-            except FileNotFoundError:
-                continue  # removed since the listing
-        out.append(StoredFile(f.path, f.size, f.fingerprint, version or f"size:{f.fingerprint}", f.symlink))
+        version = cache.get((f.path, f.fingerprint)) or (f"size:{f.fingerprint}" if f.size > store.max_upload_bytes else "")
+        out.append(StoredFile(f.path, f.size, f.fingerprint, version, f.symlink))
     return out
+
+
+def _known(store: Store, f: StoredFile) -> StoredFile:
+    """The file with its version, hashing it if the cache did not know it (for files that are not read anyway)."""
+    return f if f.version else StoredFile(f.path, f.size, f.fingerprint, store.hash_file(f.path), f.symlink)
 
 
 def _write_fingerprints(store: Store, benchmark: str, files: list[StoredFile], listed_at_ns: int) -> None:
@@ -278,6 +281,7 @@ def refresh_ledger(
 
     rows: dict[str, dict] = {}
     uploads: list[tuple[StoredFile, str]] = []
+    learned: dict[str, str] = {}  # versions found while reading
     for f in listing:
         if f.path == spec_path(benchmark):
             continue
@@ -287,7 +291,7 @@ def refresh_ledger(
         try:
             raw = classify_raw_path(f.path)
         except IngestError as err:
-            rows[f.path] = _row(f, "refused", error=err)
+            rows[f.path] = _row(_known(store, f), "refused", error=err)
             continue
         if raw is not None and raw.kind == "upload":
             uploads.append((f, raw.agent))
@@ -295,6 +299,8 @@ def refresh_ledger(
     per_agent = Counter(agent for _, agent in uploads)
     to_check: list[tuple[StoredFile, str]] = []
     for f, agent in uploads:
+        if per_agent[agent] > 1 or spec_error is not None:
+            f = _known(store, f)
         if per_agent[agent] > 1:
             names = sorted(g.name for g, a in uploads if a == agent)
             error = IngestError(
@@ -311,26 +317,24 @@ def refresh_ledger(
         elif spec_error is not None:
             rows[f.path] = _row(f, "rejected", agent=agent, error=spec_error, spec_version=spec_version)
         else:
-            before = previous.get(f.path)
-            same = (
-                before is not None
-                and before["status"] in ("accepted", "rejected")
-                and before["rule"] not in ("one_file_per_agent", "log_size")
-                and (before["version"], before["spec_version"], before["ingest_version"])
-                == (f.version, spec_version, INGEST_VERSION)
-                and (before["status"] != "accepted" or f"{agent}.parquet" in have_accepted_file)
-            )
-            if same:
-                rows[f.path] = dict(before)
+            reuse = _reusable(previous.get(f.path), f.version, spec_version, have_accepted_file)
+            if reuse is not None:
+                rows[f.path] = reuse
             else:
                 to_check.append((f, agent))
 
-    validated = _validate(store, benchmark, spec, spec_version, to_check, rows, read_upload, quality_suite, batch_rows)
+    def known_outcome(path: str, version: str) -> dict | None:
+        return _reusable(previous.get(path), version, spec_version, have_accepted_file)
+
+    validated = _validate(
+        store, benchmark, spec, spec_version, to_check, rows, learned, known_outcome, read_upload, quality_suite, batch_rows
+    )
 
     accepted_agents = {r["agent"] for r in rows.values() if r["status"] == "accepted"}
     for name in have_accepted_file:
         if name.endswith(".parquet") and name.removesuffix(".parquet") not in accepted_agents:
             store.remove(f"{accepted_folder(benchmark)}/{name}")
+    listing = [StoredFile(f.path, f.size, f.fingerprint, f.version or learned.get(f.path, ""), f.symlink) for f in listing]
     _write_fingerprints(store, benchmark, [f for f in listing if f.version], listed_at_ns)
 
     scoring = json.dumps(spec.scoring.to_config(), sort_keys=True) if spec else ""
@@ -343,10 +347,31 @@ def refresh_ledger(
     return LedgerUpdate(ledger, changed, validated, written)
 
 
-def _validate(store, benchmark, spec, spec_version, to_check, rows, read_upload, quality_suite, batch_rows) -> int:
-    """Read and check ``to_check`` uploads; accepted ones are written to warehouse/accepted/. Returns how many."""
+def _reusable(before: dict | None, version: str, spec_version: str, have_accepted_file: set[str]) -> dict | None:
+    """The previous outcome of an upload, when it was reached on these very bytes, spec and ingest code."""
+    if (
+        before is not None
+        and version
+        and before["status"] in ("accepted", "rejected")
+        and before["rule"] not in ("one_file_per_agent", "log_size")
+        and (before["version"], before["spec_version"], before["ingest_version"]) == (version, spec_version, INGEST_VERSION)
+        and (before["status"] != "accepted" or f"{before['agent']}.parquet" in have_accepted_file)
+    ):
+        return dict(before)
+    return None
+
+
+def _validate(
+    store, benchmark, spec, spec_version, to_check, rows, learned, known_outcome, read_upload, quality_suite, batch_rows
+) -> int:
+    """Read and check ``to_check`` uploads; accepted ones are written to warehouse/accepted/. Returns how many were checked.
+
+    An upload whose bytes turn out to be those the ledger already judged (only its fingerprint
+    moved) keeps its outcome.
+    """
     pending: list[tuple[StoredFile, str, pa.Table]] = []
     pending_rows = 0
+    checked = 0
 
     def flush():
         nonlocal pending_rows
@@ -358,7 +383,7 @@ def _validate(store, benchmark, spec, spec_version, to_check, rows, read_upload,
                 continue
             meta = {"source_path": f.path, "source_version": f.version, "spec_version": spec_version, "agent": agent}
             table = table.replace_schema_metadata({b"agielo": json.dumps(meta, sort_keys=True).encode()})
-            store.write_bytes(accepted_path(benchmark, agent), parquet_bytes(table))
+            store.write_bytes(accepted_path(benchmark, agent), parquet_bytes(table), durable=False)
             rows[f.path] = _row(f, "accepted", agent=agent, rows=table.num_rows, spec_version=spec_version)
         pending.clear()
         pending_rows = 0
@@ -369,6 +394,11 @@ def _validate(store, benchmark, spec, spec_version, to_check, rows, read_upload,
         except FileNotFoundError:
             continue  # removed since the listing: the next refresh sees it gone
         f = StoredFile(f.path, len(data), f.fingerprint, version, f.symlink)
+        learned[f.path] = version
+        if (outcome := known_outcome(f.path, version)) is not None:
+            rows[f.path] = outcome
+            continue
+        checked += 1
         try:
             table = read_upload(data, f.path, spec, max_bytes=store.max_upload_bytes)
         except IngestError as err:
@@ -386,4 +416,5 @@ def _validate(store, benchmark, spec, spec_version, to_check, rows, read_upload,
         if pending_rows >= batch_rows:
             flush()
     flush()
-    return len(to_check)
+    store.flush_to_disk()  # one sync for every accepted file, before the ledger names them
+    return checked

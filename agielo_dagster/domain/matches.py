@@ -65,19 +65,32 @@ def _constant(value: str, n: int) -> pa.DictionaryArray:
 def _canonical(column: pa.ChunkedArray) -> pa.DictionaryArray:
     """One dictionary array whose dictionary lists the values in order of first appearance.
 
-    Makes the encoding a function of the rows alone, not of how the table was assembled.
+    Makes the encoding a function of the rows alone, not of how the table was assembled. Chunks
+    that share a dictionary (slices of the previous table) are merged by their codes, so the cost
+    is one pass over the codes plus the distinct dictionaries, never dictionaries × chunks.
     """
-    dictionary_type = column.type
-    unified = pa.chunked_array(column.chunks, dictionary_type).unify_dictionaries()
-    merged = unified.combine_chunks() if unified.num_chunks else pa.array([], dictionary_type)
-    indices = merged.indices.to_numpy(zero_copy_only=False)
-    if len(indices) == 0:
+    offsets: dict[tuple, int] = {}
+    dictionaries, codes = [], []
+    total = 0
+    for chunk in column.chunks:
+        if len(chunk) == 0:
+            continue
+        d = chunk.dictionary
+        key = tuple(b.address if b is not None else 0 for b in d.buffers()) + (d.offset, len(d))
+        if key not in offsets:
+            offsets[key] = total
+            dictionaries.append(d)
+            total += len(d)
+        codes.append(chunk.indices.to_numpy(zero_copy_only=False).astype(np.int64) + offsets[key])
+    if not codes:
         return pa.DictionaryArray.from_arrays(pa.array([], pa.int32()), pa.array([], pa.string()))
-    used, first = np.unique(indices, return_index=True)
+    merged = pc.dictionary_encode(pa.concat_arrays([d.cast(pa.string()) for d in dictionaries]))
+    values = merged.indices.to_numpy(zero_copy_only=False)[np.concatenate(codes)]  # codes into merged.dictionary
+    used, first = np.unique(values, return_index=True)
     order = used[np.argsort(first, kind="stable")]
     remap = np.empty(len(merged.dictionary), dtype=np.int32)
     remap[order] = np.arange(len(order), dtype=np.int32)
-    return pa.DictionaryArray.from_arrays(pa.array(remap[indices]), merged.dictionary.take(pa.array(order)))
+    return pa.DictionaryArray.from_arrays(pa.array(remap[values]), merged.dictionary.take(pa.array(order)))
 
 
 def build_match_table(store: Store, ledger: Ledger, previous: pa.Table | None = None) -> pa.Table:

@@ -70,6 +70,9 @@ def upload_suite(spec: BenchmarkSpec):
     return suite
 
 
+_SUITE_SCHEMA = pa.schema([("test_case_id", pa.string()), ("metric", pa.float64()), ("score", pa.float64())])
+
+
 def _suite_frame(rows: pa.Table, upload: int = 0) -> pd.DataFrame:
     """The columns the suite checks, from a normalized upload (test_case_id, metric, score)."""
     frame = rows.select(["test_case_id", "metric", "score"]).to_pandas(strings_to_categorical=True)
@@ -105,7 +108,12 @@ def validate_uploads(uploads: list[pa.Table], spec: BenchmarkSpec) -> list[list[
     if that pass fails is each upload validated alone, so that failures name the right file and row.
     """
     if len(uploads) > 1:
-        combined = _run_suite(pd.concat([_suite_frame(rows, k) for k, rows in enumerate(uploads)], ignore_index=True), spec)
+        columns = ["test_case_id", "metric", "score"]
+        together = pa.concat_tables([t.select(columns).cast(_SUITE_SCHEMA) for t in uploads])
+        upload = np.repeat(np.arange(len(uploads)), [t.num_rows for t in uploads])
+        frame = together.to_pandas(strings_to_categorical=True)
+        frame.insert(0, "upload", upload)
+        combined = _run_suite(frame, spec)
         if all(e.success for e in combined):
             return [combined for _ in uploads]
     return [validate_upload(rows, spec) for rows in uploads]
