@@ -22,6 +22,7 @@ from .glicko import (
 )
 from .graph import DisconnectedMatchesWarning
 from .heldout import heldout_check
+from .parquet import rate_parquet, read_matches
 from .predict import (
     combined_sigma,
     competency_gaps,
@@ -49,6 +50,8 @@ __all__ = [
     "DisconnectedMatchesWarning",
     "combined_sigma",
     "heldout_check",
+    "rate_parquet",
+    "read_matches",
     "robustness",
     "rasch",
     "plackett_luce",

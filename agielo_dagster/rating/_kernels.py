@@ -90,6 +90,15 @@ def running_sums(agent, test_case, metric, done, stop, a_count, a_sum, t_count, 
 
 
 @numba.njit(cache=True, nogil=True)
+def exact_in_float32(x):
+    """Whether every value survives a round trip through float32."""
+    for i in range(len(x)):
+        if np.float64(np.float32(x[i])) != x[i]:
+            return False
+    return True
+
+
+@numba.njit(cache=True, nogil=True)
 def gather(order, agent, test_case, score, out_agent, out_test_case, out_score):
     """The matches taken in ``order`` (one pass of random reads, sequential writes)."""
     for i in range(len(order)):
@@ -121,15 +130,17 @@ def _uniform(key, i):
 
 
 @numba.njit(cache=True, nogil=True)
-def shuffled_copy(key, n_buckets, agent, test_case, score, out_agent, out_test_case, out_score):
+def shuffled_copy(key, n_buckets, agent, test_case, score, metric, out_agent, out_test_case, out_score, out_metric):
     """A uniformly random permutation of the matches, written straight into the output arrays.
 
     Each match draws a bucket (a uniform key's leading part), is scattered into its bucket in
     one sequential pass, and each bucket is then shuffled in cache (Fisher-Yates): sorting by
     iid uniform keys, so every order is equally likely. Cache-friendly where a plain
-    Fisher-Yates over 10⁸ matches is bound by memory latency.
+    Fisher-Yates over 10⁸ matches is bound by memory latency. ``metric`` and ``out_metric``
+    may be empty (then no metric is carried).
     """
     n = len(agent)
+    carry = len(out_metric) > 0
     start = np.zeros(n_buckets + 1, dtype=np.int64)
     for i in range(n):
         start[int(_uniform(key, i) * n_buckets) + 1] += 1
@@ -143,6 +154,8 @@ def shuffled_copy(key, n_buckets, agent, test_case, score, out_agent, out_test_c
         out_agent[p] = agent[i]
         out_test_case[p] = test_case[i]
         out_score[p] = score[i]
+        if carry:
+            out_metric[p] = metric[i]
     key2 = _splitmix(key ^ np.uint64(0x5851F42D4C957F2D))
     for b in range(n_buckets):
         lo = start[b]
@@ -151,6 +164,8 @@ def shuffled_copy(key, n_buckets, agent, test_case, score, out_agent, out_test_c
             out_agent[j], out_agent[r] = out_agent[r], out_agent[j]
             out_test_case[j], out_test_case[r] = out_test_case[r], out_test_case[j]
             out_score[j], out_score[r] = out_score[r], out_score[j]
+            if carry:
+                out_metric[j], out_metric[r] = out_metric[r], out_metric[j]
 
 
 @numba.njit(cache=True, nogil=True)

@@ -155,13 +155,19 @@ def _n_buckets(n: int) -> int:
     return max(1, n // 16384)
 
 
+NUMPY_ORDER_LIMIT = 1 << 25
+"""Up to this many matches the first order is numpy's permutation (the paper's, as in earlier versions)."""
+
+
 def _pairs(n_matches: int, seed: int | None, shuffle: bool, shuffles: int) -> list[_Pair]:
     """The antithetic pairs behind ``shuffles`` orders.
 
     Order 0 is ``numpy.random.default_rng(seed).permutation(n)`` (the single order of
     ``shuffles=1``), order 1 its reverse; orders 2p and 2p + 1 (p ≥ 1) are a permutation
     drawn by a cache-friendly bucket shuffle keyed by ``SeedSequence(seed)`` spawned
-    with ``p``, and its reverse.
+    with ``p``, and its reverse. Above ``NUMPY_ORDER_LIMIT`` matches (33,554,432) order 0
+    too comes from the bucket shuffle (spawned with 0): numpy's Fisher-Yates over 10⁸ matches
+    takes 5 s, bound by memory latency, where the bucket shuffle takes 2.
     """
     if isinstance(shuffles, bool) or not isinstance(shuffles, (int, np.integer)) or shuffles < 1:
         raise ValueError(f"shuffles must be an integer >= 1, got {shuffles!r}")
@@ -173,7 +179,7 @@ def _pairs(n_matches: int, seed: int | None, shuffle: bool, shuffles: int) -> li
     pairs = []
     for p in range((shuffles + 1) // 2):
         with_reverse = 2 * p + 1 < shuffles
-        if p == 0:
+        if p == 0 and n_matches <= NUMPY_ORDER_LIMIT:
             pairs.append(_Pair("numpy", seed if seed is not None else entropy, with_reverse))
         else:
             child = np.random.SeedSequence(entropy.entropy, spawn_key=(p,))
@@ -186,8 +192,8 @@ def match_orders(n_matches: int, *, seed: int | None, shuffle: bool, shuffles: i
 
     ``shuffle=False`` is row order (only one order exists, so ``shuffles`` must be 1).
     Otherwise ``shuffles`` orders in antithetic pairs (see :func:`rate`): the first is
-    ``numpy.random.default_rng(seed).permutation(n)`` whatever ``shuffles`` is, the second
-    the first read backwards.
+    ``numpy.random.default_rng(seed).permutation(n)`` whatever ``shuffles`` is (up to
+    ``NUMPY_ORDER_LIMIT`` matches), the second the first read backwards.
     """
     out = []
     for pair in _pairs(n_matches, seed, shuffle, shuffles):
@@ -204,15 +210,18 @@ def _pair_indices(pair: _Pair, n: int) -> np.ndarray:
     if pair.kind == "numpy":
         return np.random.default_rng(pair.seed).permutation(n).astype(np.int64)
     idx = np.empty(n, dtype=np.int64)
+    none = np.empty(0)
     K.shuffled_copy(
         pair.seed,
         _n_buckets(n),
         np.arange(n, dtype=np.int64),
         np.zeros(n, np.int32),
         np.zeros(n),
+        none,
         idx,
         np.empty(n, np.int32),
         np.empty(n),
+        none,
     )
     return idx
 
@@ -229,14 +238,19 @@ class _Ordered:
 
 def _score_dtype(score: np.ndarray) -> type:
     """float32 when every score is exactly a float32 (0/1 outcomes, most graded metrics stored as such): half the memory."""
-    return np.float32 if np.array_equal(score.astype(np.float32), score) else np.float64
+    return np.float32 if K.exact_in_float32(score) else np.float64
+
+
+def _code_dtype(n_codes: int) -> type:
+    """uint16 codes when they fit (up to 65,536 players of a kind), else int32: the ordered copies stay small."""
+    return np.uint16 if n_codes <= 1 << 16 else np.int32
 
 
 def _ordered(m: Matches, pair: _Pair, score_dtype, with_metric: bool) -> _Ordered:
     n = len(m)
     if pair.kind == "rows":
         return _Ordered(m.agent, m.test_case, m.score.astype(score_dtype, copy=False), m.metric if with_metric else None)
-    out = _Ordered(np.empty(n, np.int32), np.empty(n, np.int32), np.empty(n, score_dtype))
+    out = _Ordered(np.empty(n, _code_dtype(m.n_agents)), np.empty(n, _code_dtype(m.n_test_cases)), np.empty(n, score_dtype))
     if pair.kind == "numpy":
         order = np.random.default_rng(pair.seed).permutation(n)
         K.gather(order, m.agent, m.test_case, m.score, out.agent, out.test_case, out.score)
@@ -245,8 +259,13 @@ def _ordered(m: Matches, pair: _Pair, score_dtype, with_metric: bool) -> _Ordere
             if out.metric is not out.score:
                 K.gather_values(order, m.metric, out.metric)
         return out
-    # bucket-shuffled pairs come after the first, which alone carries the metric (for the reliability)
-    K.shuffled_copy(pair.seed, _n_buckets(n), m.agent, m.test_case, m.score, out.agent, out.test_case, out.score)
+    carry = with_metric and m.metric is not m.score  # only the first order carries the metric (for the reliability)
+    metric, out_metric = (m.metric, np.empty(n)) if carry else (np.empty(0), np.empty(0))
+    K.shuffled_copy(
+        pair.seed, _n_buckets(n), m.agent, m.test_case, m.score, metric, out.agent, out.test_case, out.score, out_metric
+    )
+    if with_metric:
+        out.metric = out_metric if carry else out.score
     return out
 
 
@@ -379,8 +398,41 @@ class _FirstOrderReliability:
         return out
 
 
+class _SharedCopy:
+    """One pair's ordered copy, made by whichever of its two orders starts first and dropped when both are done.
+
+    At most ``copies`` such copies exist at a time (the first order's aside): about 8 bytes a
+    match each for 10⁸ matches.
+    """
+
+    def __init__(self, m: Matches, pair: _Pair, score_dtype, copies: threading.BoundedSemaphore):
+        self.m, self.pair, self.score_dtype, self.copies = m, pair, score_dtype, copies
+        self.lock = threading.Lock()
+        self.copy: _Ordered | None = None
+        self.left = 2 if pair.with_reverse else 1
+
+    def play(self, reverse: bool, state) -> _Run:
+        with self.lock:
+            if self.copy is None:
+                self.copies.acquire()
+                self.copy = _ordered(self.m, self.pair, self.score_dtype, False)
+            o = self.copy
+        try:
+            return _play(o, reverse, *state)
+        finally:
+            with self.lock:
+                self.left -= 1
+                if self.left == 0:
+                    self.copy = None
+                    self.copies.release()
+
+
 def run_orders(m: Matches, pairs, ends, tc_ends, init_mu: float, init_sigma: float, with_reliability: bool, workers: int):
-    """Play every order (in parallel threads), the first with its reliability; returns (runs in order, reliability rows, measurer)."""
+    """Play every order (in parallel threads), the first with its reliability; returns (runs in order, reliability rows, measurer).
+
+    The first order runs on the calling thread; the pool takes the others, a pair's two
+    orders side by side on one shared copy, and the reliability measurements of the first.
+    """
     n_a, n_t = m.n_agents, m.n_test_cases
     state = (ends, tc_ends, n_a, n_t, init_mu, init_sigma)
     score_dtype = _score_dtype(m.score)
@@ -390,20 +442,15 @@ def run_orders(m: Matches, pairs, ends, tc_ends, init_mu: float, init_sigma: flo
         futures: list[Future] = []
         if pairs[0].with_reverse:
             futures.append(pool.submit(_play, first, True, *state))
-
-        def pair_task(pair):
-            o = _ordered(m, pair, score_dtype, False)
-            runs = [_play(o, False, *state)]
+        copies = threading.BoundedSemaphore(max(2, workers))
+        for pair in pairs[1:]:
+            shared = _SharedCopy(m, pair, score_dtype, copies)
+            futures.append(pool.submit(shared.play, False, state))
             if pair.with_reverse:
-                runs.append(_play(o, True, *state))
-            return runs
-
-        pair_futures = [pool.submit(pair_task, pair) for pair in pairs[1:]]
+                futures.append(pool.submit(shared.play, True, state))
         rel = _FirstOrderReliability(first, ends, n_a, n_t, pool, workers) if with_reliability else None
         runs = [_play(first, False, *state, on_segment=rel)]
         runs += [f.result() for f in futures]
-        for f in pair_futures:
-            runs += f.result()
         rel_table = rel.table() if rel is not None else None
         measurer = rel.measurer if rel is not None else None
     finally:

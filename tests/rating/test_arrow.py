@@ -119,3 +119,53 @@ def test_no_python_string_per_match():
     tracemalloc.stop()
     assert len(m) == 400_000 and m.agent.dtype == np.int32 and m.n_test_cases == n_t
     assert peak < 25 * len(m)  # bytes: int32 codes and indices (about 19 B a match); a string per row is >= 57 B per column
+
+
+def test_rate_parquet_equals_rating_the_read_table(tmp_path, matches):
+    from agielo_dagster.rating import rate_parquet, read_matches
+
+    half = len(matches) // 2
+    paths = [tmp_path / "a.parquet", tmp_path / "b.parquet"]
+    pq.write_table(pa.Table.from_pandas(matches.iloc[:half], preserve_index=False), paths[0], row_group_size=300)
+    pq.write_table(pa.Table.from_pandas(matches.iloc[half:], preserve_index=False), paths[1], row_group_size=300)
+    streamed = rate_parquet(paths, seed=6)
+    whole = rate(read_matches(paths), seed=6)
+    for name in ("agents", "test_cases", "reliability"):
+        assert isinstance(getattr(streamed, name), pa.Table)
+        assert getattr(streamed, name).equals(getattr(whole, name))
+    pd.testing.assert_frame_equal(streamed.agents.to_pandas(), rate(matches, seed=6).agents, check_exact=True)
+
+
+def test_rate_parquet_names_the_row_of_the_whole_table(tmp_path, matches):
+    from agielo_dagster.rating import rate_parquet
+
+    bad = matches.astype({"agent_id": object, "metric": object})
+    bad.loc[700, "agent_id"] = None
+    path = tmp_path / "bad.parquet"
+    pq.write_table(pa.Table.from_pandas(bad, preserve_index=False), path, row_group_size=300)
+    with pytest.raises(MatchTableError) as err:
+        rate_parquet(path)
+    assert (err.value.row, err.value.column, err.value.rule) == (700, "agent_id", "id_present")
+    repeated = pd.concat([matches, matches.iloc[[5]]], ignore_index=True)
+    pq.write_table(pa.Table.from_pandas(repeated, preserve_index=False), path, row_group_size=300)
+    with pytest.raises(MatchTableError, match="rows 5 and 2100"):
+        rate_parquet(path)
+    text = matches.astype({"metric": str})
+    text.loc[650, "metric"] = "n/a"
+    pq.write_table(pa.Table.from_pandas(text, preserve_index=False), path, row_group_size=300)
+    with pytest.raises(MatchTableError) as err:
+        rate_parquet(path)
+    assert (err.value.row, err.value.rule) == (650, "metric_numeric")
+
+
+def test_both_ways_of_finding_repeated_matches_agree(matches):
+    from agielo_dagster.rating.frames import _count_repeats, _earliest_repeat, _first_duplicate
+
+    repeated = pd.concat([matches, matches.iloc[[9, 30, 9]]], ignore_index=True)
+    m = encode_matches(repeated, unique=False)
+    seen = np.zeros((m.n_agents * m.n_test_cases + 63) // 64, dtype=np.uint64)
+    count = _count_repeats(m.agent, m.test_case, m.n_test_cases, seen)
+    assert count == 3
+    assert _earliest_repeat(m.agent, m.test_case, m.n_test_cases, seen) == (9, len(matches))
+    first, second, count = _first_duplicate(m.agent, m.test_case, m.n_agents, m.n_test_cases, np.empty(len(m), dtype=np.int64))
+    assert (first, second, count) == (9, len(matches), 3)

@@ -1,0 +1,188 @@
+"""Rating straight from parquet files: ids stay dictionary-encoded, nothing goes through pandas.
+
+A benchmark of 10⁸ matches (the Open LLM Leaderboard: 4,500 agents × 22,000 test cases)
+is read one row group at a time, straight into preallocated arrays: int32 codes for the
+ids (each row group's dictionary is mapped once onto the ids seen so far; only distinct ids
+become Python strings) and float64 metric and score. Only those arrays stay in memory, about
+20 bytes a match (12 when the metric equals the score).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from os import PathLike
+from typing import Any
+
+import numpy as np
+
+from .frames import (
+    MATCH_COLUMNS,
+    Matches,
+    MatchTableError,
+    _equal,
+    _first_null,
+    _remap,
+    check_floats,
+    check_unique_matches,
+    floats_of,
+)
+from .glicko import RatingResult, rate_encoded
+
+__all__ = ["encode_parquet", "rate_parquet", "read_matches"]
+
+Paths = str | PathLike | Sequence[str | PathLike]
+
+
+def _sources(paths: Paths) -> list[str]:
+    return [str(p) for p in paths] if isinstance(paths, (list, tuple)) else [str(paths)]
+
+
+def read_matches(paths: Paths, *, filesystem: Any = None) -> Any:
+    """The match columns of one or more parquet files as a ``pyarrow.Table``, ids dictionary-encoded."""
+    import pyarrow.parquet as pq
+
+    sources = _sources(paths)
+    return pq.read_table(
+        sources if len(sources) > 1 else sources[0],
+        columns=list(MATCH_COLUMNS),
+        read_dictionary=["test_case_id", "agent_id"],
+        filesystem=filesystem,
+    )
+
+
+def _row_groups(sources: list[str], filesystem: Any) -> Iterator[Any]:
+    """Every row group of every file, in order, read two at a time in threads (pyarrow decodes without the GIL)."""
+    import pyarrow.parquet as pq
+
+    files = [pq.ParquetFile(s, read_dictionary=["test_case_id", "agent_id"], filesystem=filesystem) for s in sources]
+    jobs = [(f, g) for f in files for g in range(f.num_row_groups)]
+    with ThreadPoolExecutor(2) as pool:
+        pending = [pool.submit(f.read_row_group, g, columns=list(MATCH_COLUMNS)) for f, g in jobs[:2]]
+        for k in range(len(jobs)):
+            table = pending.pop(0).result()
+            if k + 2 < len(jobs):
+                f, g = jobs[k + 2]
+                pending.append(pool.submit(f.read_row_group, g, columns=list(MATCH_COLUMNS)))
+            yield table
+
+
+class _Ids:
+    """Codes in order of first appearance, for ids arriving as one Arrow dictionary (or string) chunk at a time."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.code: dict[str, int] = {}
+
+    def encode(self, chunk: Any, out: np.ndarray, offset: int, what: str) -> None:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if chunk.null_count:
+            row = offset + _first_null(chunk)
+            raise MatchTableError(
+                f"{what} row {row}: {self.name} is missing (rule: id_present)", rule="id_present", row=row, column=self.name
+            )
+        if not pa.types.is_dictionary(chunk.type):
+            if not (pa.types.is_string(chunk.type) or pa.types.is_large_string(chunk.type)):
+                chunk = chunk.cast(pa.large_string())
+            chunk = pc.dictionary_encode(chunk)
+        dictionary = chunk.dictionary
+        if not (pa.types.is_string(dictionary.type) or pa.types.is_large_string(dictionary.type)):
+            dictionary = dictionary.cast(pa.large_string())
+        values = dictionary.to_pylist()
+        mapping = np.empty(len(values), dtype=np.int32)
+        for k, v in enumerate(values):  # once per distinct id of the chunk, not per match
+            mapping[k] = self.code.setdefault(v, len(self.code))
+        out[offset : offset + len(chunk)] = mapping[chunk.indices.to_numpy(zero_copy_only=False)]
+
+    def sorted(self, codes: np.ndarray) -> np.ndarray:
+        """Renumber ``codes`` (in place) so that they follow the sorted ids; returns the ids."""
+        ids = np.array(list(self.code), dtype=object)
+        order = np.argsort(ids, kind="stable")
+        rank = np.empty(len(ids), dtype=np.int32)
+        rank[order] = np.arange(len(ids), dtype=np.int32)
+        codes[:] = _remap(codes, rank)
+        return ids[order]
+
+
+def _floats(chunk: Any, name: str, out: np.ndarray, offset: int, what: str) -> None:
+    import pyarrow as pa
+
+    if chunk.null_count:
+        row = offset + _first_null(chunk)
+        raise MatchTableError(
+            f"{what} row {row}: {name} is missing (rule: {name}_finite)", rule=f"{name}_finite", row=row, column=name
+        )
+    t = chunk.type
+    if not (pa.types.is_floating(t) or pa.types.is_integer(t) or pa.types.is_boolean(t) or pa.types.is_decimal(t)):
+        import pandas as pd
+
+        try:
+            floats_of(pd.DataFrame({name: chunk.to_pandas()}), name, what)
+        except MatchTableError as err:  # name the row of the whole table, not of the chunk
+            row = offset + (err.row or 0)
+            raise MatchTableError(
+                f"{what} row {row}: {name} is not a number (rule: {name}_numeric)", rule=f"{name}_numeric", row=row, column=name
+            ) from None
+    out[offset : offset + len(chunk)] = chunk.to_numpy(zero_copy_only=False)
+
+
+def encode_parquet(paths: Paths, *, filesystem: Any = None, what: str = "match table") -> Matches:
+    """Validate and encode the matches of parquet file(s), one row group at a time (see the module docstring)."""
+    import pyarrow.parquet as pq
+
+    sources = _sources(paths)
+    n = 0
+    for source in sources:
+        meta = pq.ParquetFile(source, filesystem=filesystem)
+        missing = [c for c in MATCH_COLUMNS if c not in meta.schema_arrow.names]
+        if missing:
+            raise MatchTableError(
+                f"{what} {source} lacks column(s) {', '.join(missing)} (rule: required_columns)",
+                rule="required_columns",
+                column=missing[0],
+            )
+        n += meta.metadata.num_rows
+    if n == 0:
+        raise MatchTableError(f"{what} has no rows (rule: non_empty)", rule="non_empty")
+    agent, test_case = np.empty(n, dtype=np.int32), np.empty(n, dtype=np.int32)
+    score, metric = np.empty(n), np.empty(n)
+    agents, cases = _Ids("agent_id"), _Ids("test_case_id")
+    offset = 0
+    for table in _row_groups(sources, filesystem):
+        for k in range(table.column(0).num_chunks):
+            chunk = {c: table.column(c).chunk(k) for c in MATCH_COLUMNS}
+            cases.encode(chunk["test_case_id"], test_case, offset, what)
+            agents.encode(chunk["agent_id"], agent, offset, what)
+            _floats(chunk["score"], "score", score, offset, what)
+            _floats(chunk["metric"], "metric", metric, offset, what)
+            offset += len(chunk["score"])
+    check_floats(score, "score", what, 0.0, 1.0)
+    check_floats(metric, "metric", what)
+    if _equal(metric, score):
+        metric = score  # one array serves both (about 800 MB fewer for 10⁸ matches)
+    m = Matches(agent, test_case, score, metric, agents.sorted(agent), cases.sorted(test_case), "arrow")
+    check_unique_matches(m, what)
+    return m
+
+
+def rate_parquet(paths: Paths, *, filesystem: Any = None, **rate_kwargs: Any) -> RatingResult:
+    """:func:`~agielo_dagster.rating.rate` on the matches of parquet file(s); tables come back as ``pyarrow.Table``.
+
+    Parameters
+    ----------
+    paths : path or sequence of paths
+        Parquet files with the columns ``test_case_id, agent_id, metric, score`` (others are not
+        read); ids as strings or dictionary-encoded strings.
+    filesystem : pyarrow or fsspec filesystem, optional
+        Where the paths live (e.g. S3).
+    **rate_kwargs
+        The keyword arguments of :func:`~agielo_dagster.rating.rate` (``seed``, ``shuffles``, …).
+
+    Returns
+    -------
+    RatingResult
+        The same numbers as ``rate(pyarrow.parquet.read_table(paths))``, without holding the table.
+    """
+    return rate_encoded(encode_parquet(paths, filesystem=filesystem), rate_kwargs)
