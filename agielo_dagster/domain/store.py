@@ -228,12 +228,14 @@ class Store:
             os.makedirs(self.base, exist_ok=True)
             return
         bucket = self.base.split("/", 1)[0]
-        if fs.exists(bucket):
-            fs.ls(bucket)  # proves the credentials can read it
-            return
-        if not create:
-            raise StorageError(f"object storage {self.where}: bucket {bucket!r} does not exist (create it, or pass --create)")
-        fs.mkdir(bucket)
+        try:
+            fs.ls(bucket)  # not exists(): s3fs answers False for every failure, credentials and outages included
+        except FileNotFoundError:
+            if not create:
+                raise StorageError(
+                    f"object storage {self.where}: bucket {bucket!r} does not exist (create it, or pass --create)"
+                ) from None
+            fs.mkdir(bucket)
 
     @_guarded
     def list_files(self, folder: str) -> list[StoredFile]:
