@@ -52,18 +52,23 @@ def read_matches(paths: Paths, *, filesystem: Any = None) -> Any:
 
 
 def _row_groups(sources: list[str], filesystem: Any) -> Iterator[Any]:
-    """Every row group of every file, in order, read two at a time in threads (pyarrow decodes without the GIL)."""
+    """Every row group of every file, in order, read two at a time in threads (pyarrow decodes without the GIL).
+
+    Each read opens its own reader: a ``ParquetFile`` is not safe to share between threads.
+    """
     import pyarrow.parquet as pq
 
-    files = [pq.ParquetFile(s, read_dictionary=["test_case_id", "agent_id"], filesystem=filesystem) for s in sources]
-    jobs = [(f, g) for f in files for g in range(f.num_row_groups)]
+    def read(source: str, group: int) -> Any:
+        reader = pq.ParquetFile(source, read_dictionary=["test_case_id", "agent_id"], filesystem=filesystem)
+        return reader.read_row_group(group, columns=list(MATCH_COLUMNS))
+
+    jobs = [(s, g) for s in sources for g in range(pq.ParquetFile(s, filesystem=filesystem).num_row_groups)]
     with ThreadPoolExecutor(2) as pool:
-        pending = [pool.submit(f.read_row_group, g, columns=list(MATCH_COLUMNS)) for f, g in jobs[:2]]
+        pending = [pool.submit(read, *job) for job in jobs[:2]]
         for k in range(len(jobs)):
             table = pending.pop(0).result()
             if k + 2 < len(jobs):
-                f, g = jobs[k + 2]
-                pending.append(pool.submit(f.read_row_group, g, columns=list(MATCH_COLUMNS)))
+                pending.append(pool.submit(read, *jobs[k + 2]))
             yield table
 
 
