@@ -164,7 +164,7 @@ def main() -> None:
     before = accepted_mtimes(root)
     newcomer = "newlab__fresh-model-9B"
     for k, (task, metric, graded) in enumerate(tasks):
-        single = root / "one" / task
+        single = root / "one" / "raw" / task
         write_benchmark(root / "one", task, metric, graded, [newcomer], args.test_cases, seed=100 + k)
         shutil.move(single / f"{newcomer}.parquet", root / "raw" / task / f"{newcomer}.parquet")
     shutil.rmtree(root / "one")
