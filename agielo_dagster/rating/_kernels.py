@@ -12,13 +12,12 @@ import numba
 import numpy as np
 
 Q = math.log(10.0) / 400.0
-_G_SCALE = 3.0 * Q * Q / (math.pi * math.pi)
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def g1(sigma):
-    """Glicko's g(σ) of one rating deviation."""
-    return 1.0 / math.sqrt(1.0 + _G_SCALE * sigma * sigma)
+    """Glicko's g(σ) of one rating deviation (written as in earlier versions: the same bits)."""
+    return 1.0 / math.sqrt(1.0 + 3.0 * Q * Q * sigma * sigma / (math.pi * math.pi))
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -190,49 +189,47 @@ def group_by(codes, n_groups, values_a, values_b, out_a, out_b):
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def binned_errors_by_agent(start, played, csr_test_case, csr_score, a_lo, a_hi, a_mu, t_mu, bin_lo, bin_width, n_bins, out):
-    """Per agent ``a_lo ≤ a < a_hi``: the authors' binned calibration of its first ``played[a]`` matches.
+def binned_errors_by_agent(start, played, csr_test_case, csr_score, a_mu, t_mu, bin_lo, bin_width, n_bins):
+    """The authors' binned calibration over each agent's first ``played[a]`` matches.
 
     ``csr_*`` hold each agent's matches in processing order (rows ``start[a]:start[a+1]``).
     Bins of d = μ_a − μ_t are left-closed, ``bin_lo + bin_width·b``. Each (agent, bin) compares
-    the mean score with 1/(1 + 10^(−d̄/400)). Writes per agent into ``out[a]``: weight (matches in
-    bins), Σ count·|err|, Σ count·err², matches outside the bins.
+    the mean score with 1/(1 + 10^(−d̄/400)). Returns (weight: the matches in bins, Σ count·|err|,
+    Σ count·err², matches outside the bins), summed over (agent, bin) in order, with the
+    arithmetic of earlier versions (the same bits).
     """
     span = bin_width * n_bins
     count = np.zeros(n_bins)
     ssum = np.zeros(n_bins)
-    tsum = np.zeros(n_bins)
-    for a in range(a_lo, a_hi):
+    dsum = np.zeros(n_bins)
+    w = 0.0
+    abs_err = 0.0
+    sq_err = 0.0
+    outside = 0
+    for a in range(len(played)):
         count[:] = 0.0
         ssum[:] = 0.0
-        tsum[:] = 0.0
-        off = a_mu[a] - bin_lo
-        outside = 0
+        dsum[:] = 0.0
+        mu_a = a_mu[a]
         s0 = start[a]
         for j in range(s0, s0 + played[a]):
-            m = t_mu[csr_test_case[j]]
-            x = off - m
+            d = mu_a - t_mu[csr_test_case[j]]
+            x = d - bin_lo
             if x >= 0.0 and x < span:
                 b = int(x / bin_width)  # x >= 0: truncation is floor
                 count[b] += 1.0
                 ssum[b] += csr_score[j]
-                tsum[b] += m
+                dsum[b] += d
             else:
                 outside += 1
-        w = 0.0
-        abs_err = 0.0
-        sq_err = 0.0
         for b in range(n_bins):
             c = count[b]
-            if c > 0.0:
-                err = 1.0 / (1.0 + 10.0 ** (-(a_mu[a] - tsum[b] / c) / 400.0)) - ssum[b] / c
+            if c > 0:
+                err = 1.0 / (1.0 + 10.0 ** (-(dsum[b] / c) / 400.0)) - ssum[b] / c
                 w += c
                 abs_err += c * abs(err)
                 sq_err += c * err * err
-        out[a, 0] = w
-        out[a, 1] = abs_err
-        out[a, 2] = sq_err
-        out[a, 3] = outside
+    return w, abs_err, sq_err, outside
 
 
 @numba.njit(cache=True, nogil=True)

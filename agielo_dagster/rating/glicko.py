@@ -228,7 +228,7 @@ def _pair_indices(pair: _Pair, n: int) -> np.ndarray:
 
 @dataclass
 class _Ordered:
-    """The matches copied in one processing order (codes int32, scores float64 or lossless float32)."""
+    """The matches copied in one processing order (codes uint16 or int32, scores float64 or lossless float32)."""
 
     agent: np.ndarray
     test_case: np.ndarray

@@ -78,24 +78,11 @@ class OrderReliability:
 
     def binned(self, a_mu, t_mu, played) -> tuple[float, float, int]:
         """MAE, MSE and matches outside the bins, with each agent's first ``played[a]`` matches."""
-        per_agent = np.zeros((self.n_agents, 4))
-        binned_errors_by_agent(
-            self.start,
-            played,
-            self.csr_test_case,
-            self.csr_score,
-            0,
-            self.n_agents,
-            a_mu,
-            t_mu,
-            BIN_LO,
-            BIN_WIDTH,
-            N_BINS,
-            per_agent,
+        w, abs_err, sq_err, outside = binned_errors_by_agent(
+            self.start, played, self.csr_test_case, self.csr_score, a_mu, t_mu, BIN_LO, BIN_WIDTH, N_BINS
         )
-        w = per_agent[:, 0].sum()
-        mae, mse = (per_agent[:, 1].sum() / w, per_agent[:, 2].sum() / w) if w > 0 else (np.nan, np.nan)
-        return float(mae), float(mse), int(per_agent[:, 3].sum())
+        mae, mse = (abs_err / w, sq_err / w) if w > 0 else (np.nan, np.nan)
+        return float(mae), float(mse), int(outside)
 
     def measure(self, a_mu, t_mu, a_mean, t_mean, played) -> tuple[float, float, float, float, int]:
         """ρ_test_cases, ρ_agents, MAE, MSE and matches outside the bins (players enter ρ once they have played)."""

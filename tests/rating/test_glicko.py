@@ -222,3 +222,19 @@ def test_rating_moves_with_the_paper_q_squared_denominator():
     no_q2 = 1500 + Q * (1 / (1 / 350**2 + g(350) ** 2 * 0.25)) * g(350) * 0.5
     assert no_q2 - 1500 < 1
     assert math.isclose(mu_a, 1662.212002605765, abs_tol=1e-9)
+
+
+def test_one_order_reproduces_the_previous_engine_bit_for_bit():
+    """``shuffles=1`` is the paper's single order as earlier versions computed it: these are their numbers, exactly."""
+    from agielo_dagster.rating import simulate_matches
+
+    rng = np.random.default_rng(2024)
+    matches = simulate_matches(rng.normal(1500, 300, 800), np.linspace(1200, 2000, 6), seed=7)
+    result = rate(matches, seed=42, shuffles=1)
+    assert result.agents["mu"].tolist() == [
+        1208.196115866714, 1373.4143606071739, 1511.9180328389753, 1666.165594520368, 1821.5946636836507, 1987.0851401746322,
+    ]  # fmt: skip
+    assert result.test_cases["mu"].iloc[:3].tolist() == [1703.4216301182573, 1722.0762554514417, 2011.5081167863375]
+    rel = result.reliability.iloc[[9, 49, 99]]
+    assert rel["mae"].tolist() == [0.1902963397057494, 0.1115840947980619, 0.07762385895612162]
+    assert rel["rho_test_cases"].tolist() == [-0.8734136311706426, -0.9134148592803335, -0.9845442299064534]
