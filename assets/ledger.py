@@ -122,6 +122,7 @@ def uploads_accepted(context: dg.AssetCheckExecutionContext, storage: ObjectStor
         passed=not problems,
         severity=dg.AssetCheckSeverity.WARN,
         metadata={
+            "benchmark": context.partition_key,  # partitioned checks are a preview feature of Dagster: named here instead
             "accepted": len(ledger.accepted) if ledger else 0,
             "rejected_or_refused": len(problems),
             "problems": uploads_table(problems),
