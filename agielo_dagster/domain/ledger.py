@@ -235,7 +235,7 @@ def _spec(store: Store, benchmark: str, files: list[StoredFile]) -> tuple[str, B
         return "symlink", None, IngestError(path, "symlink", "benchmark.yaml is a symbolic link; links are never followed")
     if spec_file.size > MAX_SPEC_BYTES:
         error = IngestError(path, "spec_size", f"benchmark.yaml is {spec_file.size:,} bytes; at most {MAX_SPEC_BYTES:,}")
-        return spec_file.version, None, error
+        return spec_file.version or f"size:{spec_file.fingerprint}", None, error  # known by its listing, never read
     data, version = store.read_versioned(path, limit=MAX_SPEC_BYTES)
     try:
         return version, parse_benchmark_spec(data, benchmark, path), None
@@ -276,12 +276,12 @@ def refresh_ledger(
     listed_at_ns = time.time_ns()
     listing = _versions(store, benchmark, store.list_files(raw_folder(benchmark)))
     spec_version, spec, spec_error = _spec(store, benchmark, listing)
+    learned: dict[str, str] = {spec_path(benchmark): spec_version}  # versions found while reading
     previous = {r["path"]: r for r in old.rows} if old else {}
     have_accepted_file = set(store.list_dir(accepted_folder(benchmark)))
 
     rows: dict[str, dict] = {}
     uploads: list[tuple[StoredFile, str]] = []
-    learned: dict[str, str] = {}  # versions found while reading
     for f in listing:
         if f.path == spec_path(benchmark):
             continue

@@ -1,0 +1,116 @@
+"""Inputs at and beyond the limits: refused by their listed size, links never followed, memory bounded by the data."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ..devserver import REPO
+from .conftest import write_benchmark
+
+
+def ledger(root, benchmark):
+    return pd.read_parquet(root / "warehouse/upload_ledger" / f"{benchmark}.parquet").set_index("path")
+
+
+def agielo(root, home, timeout=600):
+    return subprocess.run(
+        [sys.executable, "-m", "agielo_dagster.cli", "run", "--storage", str(root)],
+        cwd=REPO,
+        env={**os.environ, "DAGSTER_HOME": str(home)},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+@pytest.fixture
+def home(tmp_path):
+    path = tmp_path / "home"
+    path.mkdir()
+    (path / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    return path
+
+
+def test_oversize_files_are_refused_by_their_listed_size_unread(daemon, root):
+    write_benchmark(root, "quiz", [1300, 1600])
+    with open(root / "raw/quiz/huge.csv", "wb") as f:
+        f.truncate(1 << 30)  # 1 GiB, sparse: reading it would take seconds and a gigabyte
+    write_benchmark(root, "specs", [1400])
+    with open(root / "raw/specs/benchmark.yaml", "ab") as f:
+        f.truncate(50 * 1024 * 1024)  # a 50 MB benchmark.yaml
+    daemon.settle()
+    row = ledger(root, "quiz").loc["raw/quiz/huge.csv"]
+    assert row["rule"] == "log_size" and "file is 1,073,741,824 bytes; the limit is 268,435,456" in row["message"]
+    assert row["version"].startswith("size:")  # identified by its listing, never hashed
+    spec = ledger(root, "specs").loc["raw/specs/agent_0.csv"]
+    assert spec["rule"] == "spec_size" and "benchmark.yaml is 52,428,800 bytes" in spec["message"]
+    runs = len(daemon.runs)
+    assert not daemon.sensor_tick().run_requests and len(daemon.runs) == runs  # never re-processed while unchanged
+
+
+def test_symbolic_links_are_refused_and_never_followed(daemon, root, tmp_path):
+    write_benchmark(root, "quiz", [1300, 1600])
+    outside = tmp_path / "outside.csv"
+    outside.write_text("test_case_id,correct\nsecret_case,1\n")
+    (root / "raw/quiz/to_outside.csv").symlink_to(outside)
+    (root / "raw/quiz/to_passwd.csv").symlink_to("/etc/passwd")
+    (root / "raw/quiz/to_folder.csv").symlink_to(tmp_path)
+    (root / "raw/linked_benchmark").symlink_to(root / "raw/quiz")
+    daemon.settle()
+    rows = ledger(root, "quiz")
+    for name in ("to_outside.csv", "to_passwd.csv", "to_folder.csv"):
+        row = rows.loc[f"raw/quiz/{name}"]
+        assert row["status"] == "refused" and row["rule"] == "symlink", row.to_dict()
+    report = pd.read_parquet(root / "warehouse/quarantine_report/_all.parquet")
+    assert "raw/linked_benchmark" in set(report["file"])
+    assert not (root / "warehouse/upload_ledger/linked_benchmark.parquet").exists()
+    matches = pd.read_parquet(root / "warehouse/match_tables/quiz.parquet")
+    assert "secret_case" not in set(matches["test_case_id"]) and "root:x" not in " ".join(report["message"])
+
+
+def test_a_hundred_megabyte_line_gives_a_short_message(tmp_path, home):
+    root = tmp_path / "storage"
+    write_benchmark(root, "quiz", [1300, 1600])
+    with open(root / "raw/quiz/one_line.csv", "wb") as f:
+        f.write(b"test_case_id;correct;" + b"x" * (100 * 1024 * 1024) + b"\n")
+    result = agielo(root, home)
+    assert result.returncode == 0, result.stderr[-2000:]
+    row = ledger(root, "quiz").loc["raw/quiz/one_line.csv"]
+    assert row["status"] == "rejected" and len(row["message"]) <= 300
+    assert len(result.stdout) < 5_000 and len(result.stderr) < 5_000
+    size = sum(p.stat().st_size for p in home.rglob("*") if p.is_file())
+    assert size < 20 * 1024 * 1024, f"DAGSTER_HOME grew to {size:,} bytes"
+
+
+def test_memory_of_a_two_million_match_upload_is_bounded_by_the_data(tmp_path, home):
+    """Peak RSS of `agielo run` ≤ 300 bytes per match + 1 GB (the contract of issue 10), measured, not estimated."""
+    root = tmp_path / "storage"
+    folder = root / "raw/big"
+    folder.mkdir(parents=True)
+    (folder / "benchmark.yaml").write_text("metric: correct\nscoring: identity\n")
+    rng = np.random.default_rng(0)
+    n_cases, agents = 400_000, 5  # 2,000,000 matches, one upload of 400,000 rows per agent
+    ids = np.char.add("case-", np.arange(n_cases).astype(str))
+    for a in range(agents):
+        pd.DataFrame({"test_case_id": ids, "correct": rng.integers(0, 2, n_cases)}).to_csv(folder / f"model_{a}.csv", index=False)
+    code = (
+        "import resource, sys; from agielo_dagster.cli import main; code = main(['run', '--storage', sys.argv[1]]); "
+        "print('peak_kib', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss); sys.exit(code)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code, str(root)],
+        cwd=REPO,
+        env={**os.environ, "DAGSTER_HOME": str(home)},
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert "rated 1 benchmark(s)" in result.stdout
+    peak = int(result.stdout.split("peak_kib")[1].split()[0]) * 1024
+    bound = 300 * agents * n_cases + (1 << 30)
+    assert peak <= bound, f"peak RSS {peak / 2**20:.0f} MiB > bound {bound / 2**20:.0f} MiB"
