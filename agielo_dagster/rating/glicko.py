@@ -427,11 +427,16 @@ class _SharedCopy:
                     self.copies.release()
 
 
-def run_orders(m: Matches, pairs, ends, tc_ends, init_mu: float, init_sigma: float, with_reliability: bool, workers: int):
-    """Play every order (in parallel threads), the first with its reliability; returns (runs in order, reliability rows, measurer).
+def run_orders(
+    m: Matches, pairs, ends, tc_ends, init_mu: float, init_sigma: float, with_reliability: bool, workers: int, then=None
+):
+    """Play every order (in parallel threads), the first with its reliability.
 
     The first order runs on the calling thread; the pool takes the others, a pair's two
     orders side by side on one shared copy, and the reliability measurements of the first.
+    ``then(runs)`` runs on the calling thread as soon as every order is done, while the last
+    reliability measurements finish. Returns (runs in order, reliability rows, measurer, what
+    ``then`` returned).
     """
     n_a, n_t = m.n_agents, m.n_test_cases
     state = (ends, tc_ends, n_a, n_t, init_mu, init_sigma)
@@ -451,11 +456,12 @@ def run_orders(m: Matches, pairs, ends, tc_ends, init_mu: float, init_sigma: flo
         rel = _FirstOrderReliability(first, ends, n_a, n_t, pool, workers) if with_reliability else None
         runs = [_play(first, False, *state, on_segment=rel)]
         runs += [f.result() for f in futures]
+        done = then(runs) if then is not None else None
         rel_table = rel.table() if rel is not None else None
         measurer = rel.measurer if rel is not None else None
     finally:
         pool.shutdown(wait=True)
-    return runs, rel_table, measurer
+    return runs, rel_table, measurer, done
 
 
 def final_ratings(
@@ -474,7 +480,7 @@ def final_ratings(
     """
     workers = default_workers() if workers is None else int(workers)
     end = np.array([len(m)], dtype=np.int64)
-    runs, _, _ = run_orders(
+    runs, _, _, _ = run_orders(
         m, _pairs(len(m), seed, shuffle, shuffles), end, end, float(init_mu), float(init_sigma), False, workers
     )
     a_mu_k = np.stack([r.a_mu for r in runs])
@@ -651,65 +657,72 @@ def rate_encoded(m: Matches, settings: dict, *, warn: bool = True) -> RatingResu
     if warn:
         warn_if_disconnected(n_components, a_comp, m.agent_ids, "rate")
 
-    runs, rel_table, measurer = run_orders(m, pairs, ends, tc_ends, float(init_mu), float(init_sigma), with_reliability, workers)
+    def tables(runs):
+        """The rating tables from the orders (run while the reliability of the first order is still measured)."""
+        stack = lambda key: np.stack([getattr(r, key) for r in runs])  # noqa: E731
+        a_mu_k, t_mu_k = stack("a_mu"), stack("t_mu")
+        a_mu, t_mu = a_mu_k.mean(axis=0), t_mu_k.mean(axis=0)
+        a_sig, t_sig = _mixture_sigma(a_mu_k, stack("a_sig")), _mixture_sigma(t_mu_k, stack("t_sig"))
+        a_n, a_score, a_metric, t_n, t_score, t_metric = K.summaries(m.agent, m.test_case, m.score, m.metric, n_a, n_t)
+        a_mean_metric, t_mean_metric = a_metric / a_n, t_metric / t_n
 
-    stack = lambda key: np.stack([getattr(r, key) for r in runs])  # noqa: E731
-    a_mu_k, t_mu_k = stack("a_mu"), stack("t_mu")
-    a_mu, t_mu = a_mu_k.mean(axis=0), t_mu_k.mean(axis=0)
-    a_sig, t_sig = _mixture_sigma(a_mu_k, stack("a_sig")), _mixture_sigma(t_mu_k, stack("t_sig"))
-    a_n, a_score, a_metric, t_n, t_score, t_metric = K.summaries(m.agent, m.test_case, m.score, m.metric, n_a, n_t)
-    a_mean_metric, t_mean_metric = a_metric / a_n, t_metric / t_n
+        _, lo, hi = agent_intervals(m, a_mu, a_sig, t_mu, t_sig, order_variance(a_mu_k), level)
+        rank, rank_lo, rank_hi = interval_ranks(lo, hi, a_comp)
+        agents = pd.DataFrame(
+            {
+                "agent_id": m.agent_ids,
+                "mu": a_mu,
+                "sigma": a_sig,
+                "matches": a_n,
+                "mean_score": a_score / a_n,
+                "mean_metric": a_mean_metric,
+                "mu_order_sd": _order_sd(a_mu_k),
+                "mu_lo": lo,
+                "mu_hi": hi,
+                "rank": rank,
+                "rank_lo": rank_lo,
+                "rank_hi": rank_hi,
+                "component": a_comp,
+            }
+        )
+        t_mu_at = stack("t_mu_at").mean(axis=0)
+        t_sig_at = _mixture_sigma(stack("t_mu_at"), stack("t_sig_at"))
+        test_cases = pd.DataFrame(
+            {
+                "test_case_id": m.test_case_ids,
+                "mu": t_mu,
+                "sigma": t_sig,
+                "matches": t_n,
+                "mean_score": 1.0 - t_score / t_n,
+                "mean_metric": t_mean_metric,
+                "mu_order_sd": _order_sd(t_mu_k),
+                "component": t_comp,
+            }
+        )
+        after_mu = stack("t_mu_after")
+        after_mu_mean, after_sig = after_mu.mean(axis=0), _mixture_sigma(after_mu, stack("t_sig_after"))
+        for depth in range(HISTORY_LEVELS):
+            j = 1 << depth
+            if j < t_n.max():
+                test_cases[f"mu_after_{j}"] = np.where(j < t_n, after_mu_mean[depth], np.nan)
+                test_cases[f"sigma_after_{j}"] = np.where(j < t_n, after_sig[depth], np.nan)
+        snapshots = _snapshot_table(
+            fractions,
+            m.agent_ids,
+            stack("a_mu_at").mean(axis=0),
+            _mixture_sigma(stack("a_mu_at"), stack("a_sig_at")),
+            tc_fractions,
+            m.test_case_ids,
+            t_mu_at,
+            t_sig_at,
+        )
+        return agents, test_cases, snapshots, a_mu, t_mu, a_mean_metric, t_mean_metric, a_n
 
-    _, lo, hi = agent_intervals(m, a_mu, a_sig, t_mu, t_sig, order_variance(a_mu_k), level)
-    rank, rank_lo, rank_hi = interval_ranks(lo, hi, a_comp)
-    agents = pd.DataFrame(
-        {
-            "agent_id": m.agent_ids,
-            "mu": a_mu,
-            "sigma": a_sig,
-            "matches": a_n,
-            "mean_score": a_score / a_n,
-            "mean_metric": a_mean_metric,
-            "mu_order_sd": _order_sd(a_mu_k),
-            "mu_lo": lo,
-            "mu_hi": hi,
-            "rank": rank,
-            "rank_lo": rank_lo,
-            "rank_hi": rank_hi,
-            "component": a_comp,
-        }
+    runs, rel_table, measurer, done = run_orders(
+        m, pairs, ends, tc_ends, float(init_mu), float(init_sigma), with_reliability, workers, then=tables
     )
-    t_mu_at = stack("t_mu_at").mean(axis=0)
-    t_sig_at = _mixture_sigma(stack("t_mu_at"), stack("t_sig_at"))
-    test_cases = pd.DataFrame(
-        {
-            "test_case_id": m.test_case_ids,
-            "mu": t_mu,
-            "sigma": t_sig,
-            "matches": t_n,
-            "mean_score": 1.0 - t_score / t_n,
-            "mean_metric": t_mean_metric,
-            "mu_order_sd": _order_sd(t_mu_k),
-            "component": t_comp,
-        }
-    )
-    after_mu = stack("t_mu_after")
-    after_mu_mean, after_sig = after_mu.mean(axis=0), _mixture_sigma(after_mu, stack("t_sig_after"))
-    for depth in range(HISTORY_LEVELS):
-        j = 1 << depth
-        if j < t_n.max():
-            test_cases[f"mu_after_{j}"] = np.where(j < t_n, after_mu_mean[depth], np.nan)
-            test_cases[f"sigma_after_{j}"] = np.where(j < t_n, after_sig[depth], np.nan)
-    snapshots = _snapshot_table(
-        fractions,
-        m.agent_ids,
-        stack("a_mu_at").mean(axis=0),
-        _mixture_sigma(stack("a_mu_at"), stack("a_sig_at")),
-        tc_fractions,
-        m.test_case_ids,
-        t_mu_at,
-        t_sig_at,
-    )
+    agents, test_cases, snapshots, a_mu, t_mu, a_mean_metric, t_mean_metric, a_n = done
+
     reliability = None
     if rel_table is not None:
         orders = np.ones(len(fractions), dtype=np.int64)
