@@ -28,9 +28,10 @@ import dagster as dg
 from .assets.partitions import benchmark_partitions
 from .assets.quarantine import read_quarantine
 from .definitions import build_definitions
+from .domain.incoming import incoming_reason
 from .domain.layout import warehouse_path
 from .domain.lineage import CODE_VERSION
-from .domain.status import benchmark_state, scan_raw
+from .domain.status import benchmark_state, present_benchmarks, scan_raw
 from .domain.store import StorageError, Store, default_root
 from .planning import plan_runs, state_key
 from .resources.storage import ObjectStorage
@@ -104,10 +105,16 @@ def run_pipeline(
     store.check_root(create=create)
     defs = build_definitions(storage)
     fail_orphaned_runs(instance)
+    summary = RunSummary()
+    if incoming_reason(store):  # harness logs first: they become uploads of their benchmarks
+        result = defs.resolve_job_def("convert_incoming").execute_in_process(
+            run_config=_quiet(log_level), instance=instance, tags={TRIGGER_TAG: "cli"}, raise_on_error=False
+        )
+        if not result.success:
+            summary.failed_runs.append(f"harness logs: {_first_error(result)}")
     plan = plan_runs(store, instance)
     if plan.new_partitions:
         instance.add_dynamic_partitions(benchmark_partitions.name, plan.new_partitions)
-    summary = RunSummary()
     job = defs.resolve_job_def("rate_benchmarks")
     # benchmarks with a run in progress elsewhere are run too: the run waits for the other, then finds them current
     for benchmark in sorted({*plan.to_rate, *plan.busy, *plan.given_up}):
@@ -162,9 +169,9 @@ def print_summary(store: Store, summary: RunSummary, out=sys.stdout) -> int:
             f"rho(test cases) {rel['rho_test_cases']:.2f}, MAE {rel['mae']:.3f}",
             file=out,
         )
-    raw = set(scan_raw(store).benchmarks)
+    present = present_benchmarks(store)
     for benchmark in summary.withdrawn:
-        why = "no accepted upload" if benchmark in raw else f"raw/{benchmark}/ is gone"
+        why = "no accepted upload" if benchmark in present else f"raw/{benchmark}/ is gone"
         print(f"  withdrawn: {benchmark} ({why}): its outputs are removed", file=out)
     problems = read_quarantine(store)
     for row in problems.itertuples():

@@ -5,19 +5,21 @@ import warnings
 import dagster as dg
 
 from .assets.estimators import estimator_comparison, rating_uncertainty
+from .assets.incoming import harness_logs_readable, harness_uploads
 from .assets.judgments import difficulty_judgments
 from .assets.ledger import upload_ledger, uploads_accepted
 from .assets.matches import match_tables
 from .assets.quarantine import quarantine_report
 from .assets.ratings import competency_gap_tables, ratings
 from .assets.reports import benchmark_reports
-from .jobs import rank_judgments, rate_benchmarks, rate_benchmarks_nightly, report_quarantine
+from .jobs import convert_incoming, rank_judgments, rate_benchmarks, rate_benchmarks_nightly, report_quarantine
 from .resources.storage import ObjectStorage
 from .resources.warehouse import WarehouseIOManager
 from .schedules import nightly_rerate
 from .sensors import benchmarks_sensor, judgments_sensor
 
 ASSETS = [
+    harness_uploads,
     upload_ledger,
     match_tables,
     ratings,
@@ -39,8 +41,8 @@ def build_definitions(storage: ObjectStorage | None = None) -> dg.Definitions:
         assets = dg.with_source_code_references(ASSETS)
     return dg.Definitions(
         assets=assets,
-        asset_checks=[uploads_accepted],
-        jobs=[rate_benchmarks, rate_benchmarks_nightly, rank_judgments, report_quarantine],
+        asset_checks=[uploads_accepted, harness_logs_readable],
+        jobs=[convert_incoming, rate_benchmarks, rate_benchmarks_nightly, rank_judgments, report_quarantine],
         sensors=[benchmarks_sensor, judgments_sensor],
         schedules=[nightly_rerate],
         resources={"storage": storage, "warehouse_io_manager": WarehouseIOManager(storage=storage)},

@@ -21,6 +21,12 @@ rate_benchmarks_nightly = dg.define_asset_job(
     description="Everything rate_benchmarks does, always re-rating, plus estimator comparison and bootstrap uncertainty.",
 )
 
+convert_incoming = dg.define_asset_job(
+    "convert_incoming",
+    selection=dg.AssetSelection.assets("harness_uploads") | dg.AssetSelection.checks_for_assets("harness_uploads"),
+    description="Turn new or changed harness logs under incoming/ into uploads of their benchmarks.",
+)
+
 report_quarantine = dg.define_asset_job("report_quarantine", selection=dg.AssetSelection.assets("quarantine_report"))
 
 rank_judgments = dg.define_asset_job(

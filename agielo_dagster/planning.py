@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import dagster as dg
 
 from .assets.partitions import benchmark_partitions
+from .domain.incoming import incoming_reason
 from .domain.layout import warehouse_path
 from .domain.lineage import CODE_VERSION
 from .domain.status import DIGEST_KEY, BenchmarkState, RawTopLevel, benchmark_state, known_benchmarks, quarantine_digest, scan_raw
@@ -31,6 +32,7 @@ class Plan:
     vanished: list[str] = field(default_factory=list)  # partitions of benchmarks with nothing left
     quarantine_digest: str = ""
     quarantine_stale: bool = False
+    incoming: str = ""  # why the harness logs under incoming/ need converting ('' when they do not)
 
 
 def state_key(state: BenchmarkState) -> str:
@@ -40,10 +42,11 @@ def state_key(state: BenchmarkState) -> str:
 
 
 def plan_runs(store: Store, instance: dg.DagsterInstance) -> Plan:
+    incoming = incoming_reason(store)
     raw = scan_raw(store)
     partitions = set(instance.get_dynamic_partitions(benchmark_partitions.name))
     states = {b: benchmark_state(store, b, CODE_VERSION, raw) for b in known_benchmarks(store, raw)}
-    plan = Plan(raw, states)
+    plan = Plan(raw, states, incoming=incoming)
     plan.vanished = sorted(p for p in partitions if p not in states or states[p].vanished)
     for benchmark, state in states.items():
         if state.raw_present and benchmark not in partitions:

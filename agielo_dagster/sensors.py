@@ -14,7 +14,7 @@ import dagster as dg
 from .assets.judgments import judgment_partitions
 from .assets.partitions import benchmark_partitions
 from .domain.contract import IngestError, check_name
-from .jobs import rank_judgments, rate_benchmarks, report_quarantine
+from .jobs import convert_incoming, rank_judgments, rate_benchmarks, report_quarantine
 from .planning import plan_runs, state_key
 from .resources.storage import ObjectStorage
 from .runs import BENCHMARK_TAG, STATE_TAG, TRIGGER_TAG, WAITING, fail_orphaned_runs
@@ -24,11 +24,12 @@ QUARANTINE_TAG = "agielo/quarantine"
 
 @dg.sensor(
     name="benchmarks_sensor",
-    jobs=[rate_benchmarks, report_quarantine],
+    jobs=[convert_incoming, rate_benchmarks, report_quarantine],
     minimum_interval_seconds=15,
     default_status=dg.DefaultSensorStatus.RUNNING,
     description="Requests a run for every benchmark whose outputs are stale for its files in <root>/raw/ "
-    "(new, changed or removed uploads, a changed benchmark.yaml, new code, an interrupted run).",
+    "(new, changed or removed uploads, a changed benchmark.yaml, new code, an interrupted run), and a conversion "
+    "when harness logs under <root>/incoming/ changed.",
 )
 def benchmarks_sensor(context: dg.SensorEvaluationContext, storage: ObjectStorage) -> dg.SensorResult:
     instance = context.instance
@@ -47,7 +48,10 @@ def benchmarks_sensor(context: dg.SensorEvaluationContext, storage: ObjectStorag
         context.log.warning(f"{b}: its last runs on these files failed; waiting for a change (or run `agielo run`)")
     for err in plan.raw.refused:
         context.log.warning(f"refused: {err}")
-    settled = not plan.to_rate and not plan.busy
+    converting = instance.get_run_records(dg.RunsFilter(job_name=convert_incoming.name, statuses=WAITING), limit=1)
+    if plan.incoming and not converting:
+        requests.append(dg.RunRequest(job_name=convert_incoming.name, tags={TRIGGER_TAG: "sensor"}))
+    settled = not plan.to_rate and not plan.busy and not plan.incoming
     quarantine_running = instance.get_run_records(dg.RunsFilter(job_name=report_quarantine.name, statuses=WAITING), limit=1)
     if settled and plan.quarantine_stale and not quarantine_running:
         requests.append(

@@ -16,7 +16,7 @@ from agielo_dagster.domain.ledger import Ledger, read_ledger, refresh_ledger
 from agielo_dagster.domain.lineage import CODE_VERSION, INGEST_VERSION
 from agielo_dagster.domain.quality import failed_expectations
 from agielo_dagster.domain.readers import read_upload
-from agielo_dagster.domain.status import DIGEST_KEY, FINAL_OUTPUT, scan_raw, withdraw
+from agielo_dagster.domain.status import DIGEST_KEY, FINAL_OUTPUT, present_benchmarks, withdraw
 from agielo_dagster.runs import claim_benchmark
 
 from .common import OWNERS, TAGS, retried_on_storage_errors
@@ -68,9 +68,9 @@ def upload_ledger(context: dg.AssetExecutionContext, config: LedgerConfig, stora
         claim_benchmark(context, benchmark)
         for path in store.remove_temporaries("warehouse"):
             context.log.info(f"removed a leftover temporary file {path}")
-        if benchmark not in scan_raw(store).benchmarks:
+        if benchmark not in present_benchmarks(store):
             removed = withdraw(store, benchmark, everything=True)
-            context.log.info(f"raw/{benchmark}/ is gone: withdrew {len(removed)} output file(s)")
+            context.log.info(f"{benchmark} has no inputs left: withdrew {len(removed)} output file(s)")
             return
         update = refresh_ledger(store, benchmark, read_upload=read_upload, quality_suite=failed_expectations)
         ledger = update.ledger

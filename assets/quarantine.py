@@ -4,6 +4,7 @@ import dagster as dg
 import pandas as pd
 from agielo_dagster.resources.storage import ObjectStorage
 
+from agielo_dagster.domain.incoming import incoming_problems
 from agielo_dagster.domain.ledger import read_ledger
 from agielo_dagster.domain.lineage import CODE_VERSION
 from agielo_dagster.domain.status import known_benchmarks, quarantine_digest, scan_raw
@@ -22,6 +23,18 @@ def read_quarantine(store: Store) -> pd.DataFrame:
         {"benchmark": "", "agent": "", "file": e.file, "version": "", "status": "refused", "rule": e.rule, "message": str(e)}
         for e in raw.refused
     ]
+    for e in incoming_problems(store):
+        rows.append(
+            {
+                "benchmark": "",
+                "agent": "",
+                "file": e["file"],
+                "version": "",
+                "status": "rejected",
+                "rule": e["rule"],
+                "message": e["message"],
+            }
+        )
     for benchmark in known_benchmarks(store, raw):
         ledger = read_ledger(store, benchmark)
         for r in ledger.problems if ledger else []:

@@ -4,6 +4,8 @@
 
     raw/<benchmark>/<agent>.<csv|parquet|jsonl>   uploads (never modified or deleted by the pipeline)
     raw/<benchmark>/benchmark.yaml                how to score the benchmark
+    incoming/<harness>/…                          harness logs as the harness wrote them (lm-eval, inspect, helm, eee)
+    warehouse/derived/<benchmark>/…               uploads derived from those logs, and their inferred benchmark.yaml
     warehouse/<asset>/<benchmark>.parquet         outputs, written atomically
 """
 
@@ -76,6 +78,31 @@ def fingerprint_path(benchmark: str) -> str:
     return f"warehouse/cache/fingerprints/{benchmark}.parquet"
 
 
+def derived_folder(benchmark: str) -> str:
+    """Uploads derived from harness logs under incoming/ (the ledger takes them like raw/<benchmark>/ files)."""
+    return f"warehouse/derived/{benchmark}"
+
+
+def derived_path(benchmark: str, agent: str) -> str:
+    return f"warehouse/derived/{benchmark}/{agent}.parquet"
+
+
+def derived_spec_path(benchmark: str) -> str:
+    """The benchmark.yaml inferred from harness logs; raw/<benchmark>/benchmark.yaml overrides it."""
+    return f"warehouse/derived/{benchmark}/benchmark.yaml"
+
+
+def classify_input_path(path: str) -> RawPath | None:
+    """Like :func:`classify_raw_path`, for the inputs of a benchmark: raw files and derived uploads."""
+    if path.startswith("warehouse/derived/"):
+        parts = path.split("/")
+        benchmark = check_name(parts[2], "benchmark", path)
+        if parts[3] == "benchmark.yaml":
+            return RawPath("spec", benchmark)
+        return RawPath("upload", benchmark, check_name(parts[3].removesuffix(".parquet"), "agent", path))
+    return classify_raw_path(path)
+
+
 def accepted_path(benchmark: str, agent: str) -> str:
     """An accepted upload, normalized: test_case_id, metric, score, meta.*."""
     return f"warehouse/accepted/{benchmark}/{agent}.parquet"
@@ -96,6 +123,9 @@ def figure_path(benchmark: str, name: str) -> str:
 
 def figures_folder(benchmark: str) -> str:
     return f"warehouse/figures/{benchmark}"
+
+
+INCOMING_LEDGER = "warehouse/incoming_ledger.parquet"  # one row per drop of harness logs under incoming/
 
 
 def report_path(benchmark: str) -> str:

@@ -33,7 +33,9 @@ from .contract import MAX_SPEC_BYTES, BenchmarkSpec, IngestError, parse_benchmar
 from .layout import (
     accepted_folder,
     accepted_path,
-    classify_raw_path,
+    classify_input_path,
+    derived_folder,
+    derived_spec_path,
     fingerprint_path,
     ledger_path,
     raw_folder,
@@ -177,28 +179,28 @@ def _cap(message: str) -> str:
     return message if len(message) <= MESSAGE_CHARS else message[: MESSAGE_CHARS - 1] + "…"
 
 
-def _versions(store: Store, benchmark: str, files: list[StoredFile]) -> list[StoredFile]:
+def cached_versions(store: Store, cache: str, files: list[StoredFile]) -> list[StoredFile]:
     """Fill in local content versions from the fingerprint cache (S3 listings carry ETags); '' where unknown.
 
     Files over the upload limit get a version made of their fingerprint: they are refused unread.
     """
     if not store.is_local:
         return files
-    cache = {}
+    known = {}
     try:
-        cached = store.read_table(fingerprint_path(benchmark))
+        cached = store.read_table(fingerprint_path(cache))
         if cached.schema.remove_metadata() == _FINGERPRINTS:
-            cache = {(r["path"], r["fingerprint"]): r["version"] for r in cached.to_pylist()}
+            known = {(r["path"], r["fingerprint"]): r["version"] for r in cached.to_pylist()}
     except StorageError:
         raise
     except Exception:  # noqa: BLE001 - no cache yet, or a damaged one: hash again
-        cache = {}
+        known = {}
     out = []
     for f in files:
         if f.version:
             out.append(f)
             continue
-        version = cache.get((f.path, f.fingerprint)) or (f"size:{f.fingerprint}" if f.size > store.max_upload_bytes else "")
+        version = known.get((f.path, f.fingerprint)) or (f"size:{f.fingerprint}" if f.size > store.max_upload_bytes else "")
         out.append(StoredFile(f.path, f.size, f.fingerprint, version, f.symlink))
     return out
 
@@ -208,7 +210,8 @@ def _known(store: Store, f: StoredFile) -> StoredFile:
     return f if f.version else StoredFile(f.path, f.size, f.fingerprint, store.hash_file(f.path), f.symlink)
 
 
-def _write_fingerprints(store: Store, benchmark: str, files: list[StoredFile], listed_at_ns: int) -> None:
+def write_fingerprints(store: Store, cache: str, files: list[StoredFile], listed_at_ns: int) -> None:
+    """Remember each listed file's version by its fingerprint (local storage; S3 lists versions itself)."""
     if not store.is_local:
         return
     # as git does with its index: a file changed just before it was listed may change again within the
@@ -217,14 +220,27 @@ def _write_fingerprints(store: Store, benchmark: str, files: list[StoredFile], l
     rows = [
         {"path": f.path, "fingerprint": f.fingerprint, "version": f.version}
         for f in files
-        if not f.symlink and int(f.fingerprint.split(":")[2]) < settled
+        if f.version and not f.symlink and int(f.fingerprint.split(":")[2]) < settled
     ]
-    store.write_bytes(fingerprint_path(benchmark), parquet_bytes(pa.Table.from_pylist(rows, schema=_FINGERPRINTS)))
+    store.write_bytes(fingerprint_path(cache), parquet_bytes(pa.Table.from_pylist(rows, schema=_FINGERPRINTS)))
+
+
+def input_files(store: Store, benchmark: str) -> list[StoredFile]:
+    """A benchmark's inputs: its files under raw/, and the uploads derived from harness logs."""
+    return store.list_files(raw_folder(benchmark)) + store.list_files(derived_folder(benchmark))
+
+
+def spec_file_of(benchmark: str, paths) -> str:
+    """The benchmark.yaml in force: the user's under raw/, else the one inferred from harness logs."""
+    paths = set(paths)
+    if spec_path(benchmark) in paths or derived_spec_path(benchmark) not in paths:
+        return spec_path(benchmark)
+    return derived_spec_path(benchmark)
 
 
 def _spec(store: Store, benchmark: str, files: list[StoredFile]) -> tuple[str, BenchmarkSpec | None, IngestError | None]:
     """(benchmark.yaml's version, the spec or None, the error that rejects every upload or None)."""
-    path = spec_path(benchmark)
+    path = spec_file_of(benchmark, (f.path for f in files))
     spec_file = next((f for f in files if f.path == path), None)
     if spec_file is None:
         error = IngestError(
@@ -274,22 +290,22 @@ def refresh_ledger(
     """
     old = read_ledger(store, benchmark)
     listed_at_ns = time.time_ns()
-    listing = _versions(store, benchmark, store.list_files(raw_folder(benchmark)))
+    listing = cached_versions(store, benchmark, input_files(store, benchmark))
     spec_version, spec, spec_error = _spec(store, benchmark, listing)
-    learned: dict[str, str] = {spec_path(benchmark): spec_version}  # versions found while reading
+    learned = {spec_file_of(benchmark, (f.path for f in listing)): spec_version}  # versions found while reading
     previous = {r["path"]: r for r in old.rows} if old else {}
     have_accepted_file = set(store.list_dir(accepted_folder(benchmark)))
 
     rows: dict[str, dict] = {}
     uploads: list[tuple[StoredFile, str]] = []
     for f in listing:
-        if f.path == spec_path(benchmark):
+        if f.path in (spec_path(benchmark), derived_spec_path(benchmark)):
             continue
         if f.symlink:
             rows[f.path] = _row(f, "refused", error=IngestError(f.path, "symlink", "a symbolic link; links are never followed"))
             continue
         try:
-            raw = classify_raw_path(f.path)
+            raw = classify_input_path(f.path)
         except IngestError as err:
             rows[f.path] = _row(_known(store, f), "refused", error=err)
             continue
@@ -335,7 +351,7 @@ def refresh_ledger(
         if name.endswith(".parquet") and name.removesuffix(".parquet") not in accepted_agents:
             store.remove(f"{accepted_folder(benchmark)}/{name}")
     listing = [StoredFile(f.path, f.size, f.fingerprint, f.version or learned.get(f.path, ""), f.symlink) for f in listing]
-    _write_fingerprints(store, benchmark, [f for f in listing if f.version], listed_at_ns)
+    write_fingerprints(store, benchmark, listing, listed_at_ns)
 
     scoring = json.dumps(spec.scoring.to_config(), sort_keys=True) if spec else ""
     ledger = Ledger(benchmark, spec_version, tuple(rows[p] for p in sorted(rows)), scoring, spec.description if spec else "")

@@ -20,16 +20,17 @@ from dataclasses import dataclass
 
 from .contract import IngestError, check_name
 from .layout import (
+    INCOMING_LEDGER,
     accepted_folder,
+    derived_spec_path,
     figures_folder,
     fingerprint_path,
     ledger_path,
-    raw_folder,
     report_path,
     spec_path,
     warehouse_path,
 )
-from .ledger import Ledger, read_ledger
+from .ledger import Ledger, input_files, read_ledger, spec_file_of
 from .lineage import INGEST_VERSION
 from .store import StorageError, Store
 
@@ -41,6 +42,7 @@ __all__ = [
     "benchmark_state",
     "RawTopLevel",
     "known_benchmarks",
+    "present_benchmarks",
     "quarantine_digest",
     "scan_raw",
 ]
@@ -114,9 +116,14 @@ def scan_raw(store: Store) -> RawTopLevel:
     return RawTopLevel(benchmarks, refused)
 
 
+def present_benchmarks(store: Store, raw: RawTopLevel | None = None) -> set[str]:
+    """Benchmarks with inputs: a folder under raw/, or uploads derived from harness logs."""
+    return set((raw or scan_raw(store)).benchmarks) | set(store.list_folders("warehouse/derived"))
+
+
 def known_benchmarks(store: Store, raw: RawTopLevel | None = None) -> list[str]:
-    """Benchmarks with a raw folder or a ledger (a removed folder's ledger still needs its outputs withdrawn)."""
-    names = set((raw or scan_raw(store)).benchmarks)
+    """Benchmarks with inputs or a ledger (a removed folder's ledger still needs its outputs withdrawn)."""
+    names = present_benchmarks(store, raw)
     names |= {n.removesuffix(".parquet") for n in store.list_dir("warehouse/upload_ledger") if n.endswith(".parquet")}
     return sorted(names)
 
@@ -149,7 +156,9 @@ def _ingest_reason(store: Store, benchmark: str, ledger: Ledger | None, raw_pres
         if version is None:
             return f"{f.path} is new or changed"
         current[f.path] = version
-    spec_version = current.pop(spec_path(benchmark), "")
+    spec_version = current.get(spec_file_of(benchmark, current), "")
+    current.pop(spec_path(benchmark), None)
+    current.pop(derived_spec_path(benchmark), None)
     if spec_version != ledger.spec_version and not (spec_version == "" and ledger.spec_version == ""):
         return "benchmark.yaml changed"
     recorded = {r["path"]: r["version"] for r in ledger.rows}
@@ -166,9 +175,9 @@ def _ingest_reason(store: Store, benchmark: str, ledger: Ledger | None, raw_pres
 
 def benchmark_state(store: Store, benchmark: str, code_version: str, raw: RawTopLevel | None = None) -> BenchmarkState:
     """Where a benchmark stands (see the module docstring)."""
-    raw_present = benchmark in (raw or scan_raw(store)).benchmarks
+    raw_present = benchmark in present_benchmarks(store, raw)
     ledger = read_ledger(store, benchmark)
-    listing = store.list_files(raw_folder(benchmark)) if raw_present else []
+    listing = input_files(store, benchmark) if raw_present else []
     ingest_reason = _ingest_reason(store, benchmark, ledger, raw_present, listing)
     seen = hashlib.sha256("\n".join(f"{f.path}\0{f.fingerprint}" for f in listing).encode()).hexdigest()[:16]
     meta = store.parquet_metadata(warehouse_path(FINAL_OUTPUT, benchmark))
@@ -195,6 +204,7 @@ def quarantine_digest(store: Store, raw: RawTopLevel) -> str:
         digest.update(f"{benchmark}\0{meta.get('agielo', '')}\n".encode())
     for err in raw.refused:
         digest.update(f"raw\0{err}\n".encode())
+    digest.update(store.read_bytes(INCOMING_LEDGER) if store.exists(INCOMING_LEDGER) else b"")
     return "sha256:" + digest.hexdigest()[:16]
 
 

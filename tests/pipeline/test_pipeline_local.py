@@ -249,3 +249,16 @@ def test_parquet_and_jsonl_uploads(daemon, root, fmt):
     assert len(table) == len(matches)
     stored = pd.read_parquet(root / "warehouse/accepted/quiz/agent_1.parquet")
     assert (stored["meta.note"] == "extra column kept as metadata").all()
+
+
+def test_unchanged_files_are_known_by_their_fingerprint_without_being_read(daemon, root):
+    from agielo_dagster.domain.ledger import cached_versions, input_files
+    from agielo_dagster.domain.store import content_version
+
+    write_benchmark(root, "quiz", [1300, 1500, 1700])
+    daemon.settle()
+    store = daemon.storage.store
+    listed = cached_versions(store, "quiz", input_files(store, "quiz"))
+    assert len(listed) == 4 and all(f.version for f in listed)  # three uploads and benchmark.yaml, none to hash
+    for f in listed:
+        assert f.version == content_version((root / f.path).read_bytes())
