@@ -427,6 +427,79 @@ class _SharedCopy:
                     self.copies.release()
 
 
+class OrderMoments:
+    """Mean, mixture σ and spread over the orders of every per-player array, accumulated as the orders finish.
+
+    Each order's arrays are released once added, so memory does not grow with the number of
+    orders (per-test-case histories and snapshots are most of it on benchmarks with many test
+    cases). Orders are added in a fixed order, so sums are reproducible; with one order the
+    results are that order's arrays, bit for bit.
+    """
+
+    PAIRS = (("a_mu", "a_sig"), ("t_mu", "t_sig"), ("a_mu_at", "a_sig_at"), ("t_mu_at", "t_sig_at"), ("t_mu_after", "t_sig_after"))
+
+    def __init__(self):
+        self.k = 0
+        self.first: dict[str, np.ndarray] = {}
+        self.sum: dict[str, np.ndarray] = {}  # Σ (x − first), shifted for precision
+        self.sum_sq: dict[str, np.ndarray] = {}
+        self.sig_sq: dict[str, np.ndarray] = {}
+        self.agent_mu: dict[int, np.ndarray] = {}  # per order: the intervals need each order's agent ratings
+        self.lock = threading.Lock()
+        self.waiting: dict[int, _Run] = {}
+        self.next = 1
+
+    def agents_by_order(self) -> np.ndarray:
+        """Each order's agent ratings, rows in the orders' own sequence (antithetic pairs side by side)."""
+        return np.stack([self.agent_mu[i] for i in sorted(self.agent_mu)])
+
+    def put(self, index: int, run: _Run) -> None:
+        """Add order ``index`` (≥ 1) from any thread; orders are added in sequence 1, 2, …, as soon as possible.
+
+        A fixed sequence keeps the sums reproducible; adding as soon as possible keeps at most a
+        few orders' arrays waiting. Order 0 (the first, with its reliability) is added last.
+        """
+        with self.lock:
+            self.waiting[index] = run
+            while self.next in self.waiting:
+                self.add(self.waiting.pop(self.next), self.next)
+                self.next += 1
+
+    def add(self, run: _Run, index: int = 0) -> None:
+        for mu_key, sig_key in self.PAIRS:
+            mu, sig = getattr(run, mu_key), getattr(run, sig_key)
+            if self.k == 0:
+                self.first[mu_key], self.first[sig_key] = mu.copy(), sig.copy()
+                self.sum[mu_key], self.sum_sq[mu_key] = np.zeros_like(mu), np.zeros_like(mu)
+                self.sig_sq[mu_key] = sig * sig
+            else:
+                x = mu - self.first[mu_key]
+                self.sum[mu_key] += x
+                self.sum_sq[mu_key] += x * x
+                self.sig_sq[mu_key] += sig * sig
+        self.agent_mu[index] = run.a_mu.copy()
+        self.k += 1
+
+    def mean(self, mu_key: str) -> np.ndarray:
+        return self.first[mu_key] + self.sum[mu_key] / self.k
+
+    def _variance(self, mu_key: str) -> np.ndarray:
+        """Population variance of μ over the orders."""
+        mean_shift = self.sum[mu_key] / self.k
+        return np.maximum(self.sum_sq[mu_key] / self.k - mean_shift * mean_shift, 0.0)
+
+    def sigma(self, mu_key: str, sig_key: str) -> np.ndarray:
+        """σ of the mixture of the orders' posteriors N(μ_k, σ_k²): √(mean σ² + population variance of μ)."""
+        if self.k == 1:
+            return self.first[sig_key].copy()
+        return np.sqrt(self.sig_sq[mu_key] / self.k + self._variance(mu_key))
+
+    def order_sd(self, mu_key: str) -> np.ndarray:
+        if self.k == 1:
+            return np.full(self.first[mu_key].shape, np.nan)
+        return np.sqrt(self._variance(mu_key) * self.k / (self.k - 1))
+
+
 def run_orders(
     m: Matches, pairs, ends, tc_ends, init_mu: float, init_sigma: float, with_reliability: bool, workers: int, then=None
 ):
@@ -434,9 +507,9 @@ def run_orders(
 
     The first order runs on the calling thread; the pool takes the others, a pair's two
     orders side by side on one shared copy, and the reliability measurements of the first.
-    ``then(runs)`` runs on the calling thread as soon as every order is done, while the last
-    reliability measurements finish. Returns (runs in order, reliability rows, measurer, what
-    ``then`` returned).
+    ``then(moments)`` runs on the calling thread as soon as every order is done, while the last
+    reliability measurements finish. Returns (the orders' :class:`OrderMoments`, reliability rows,
+    measurer, what ``then`` returned).
     """
     n_a, n_t = m.n_agents, m.n_test_cases
     state = (ends, tc_ends, n_a, n_t, init_mu, init_sigma)
@@ -444,24 +517,28 @@ def run_orders(
     pool = ThreadPoolExecutor(workers) if workers > 1 else _Inline()
     try:
         first = _ordered(m, pairs[0], score_dtype, with_reliability)
-        futures: list[Future] = []
+        moments = OrderMoments()
+        tasks = []
         if pairs[0].with_reverse:
-            futures.append(pool.submit(_play, first, True, *state))
+            tasks.append(lambda: _play(first, True, *state))
         copies = threading.BoundedSemaphore(max(2, workers))
         for pair in pairs[1:]:
             shared = _SharedCopy(m, pair, score_dtype, copies)
-            futures.append(pool.submit(shared.play, False, state))
+            tasks.append(lambda shared=shared: shared.play(False, state))
             if pair.with_reverse:
-                futures.append(pool.submit(shared.play, True, state))
+                tasks.append(lambda shared=shared: shared.play(True, state))
+        futures = [pool.submit(lambda i=i, task=task: moments.put(i, task())) for i, task in enumerate(tasks, start=1)]
         rel = _FirstOrderReliability(first, ends, n_a, n_t, pool, workers) if with_reliability else None
-        runs = [_play(first, False, *state, on_segment=rel)]
-        runs += [f.result() for f in futures]
-        done = then(runs) if then is not None else None
+        first_run = _play(first, False, *state, on_segment=rel)
+        for future in futures:
+            future.result()
+        moments.add(first_run)
+        done = then(moments) if then is not None else None
         rel_table = rel.table() if rel is not None else None
         measurer = rel.measurer if rel is not None else None
     finally:
         pool.shutdown(wait=True)
-    return runs, rel_table, measurer, done
+    return moments, rel_table, measurer, done
 
 
 def final_ratings(
@@ -480,14 +557,10 @@ def final_ratings(
     """
     workers = default_workers() if workers is None else int(workers)
     end = np.array([len(m)], dtype=np.int64)
-    runs, _, _, _ = run_orders(
+    moments, _, _, _ = run_orders(
         m, _pairs(len(m), seed, shuffle, shuffles), end, end, float(init_mu), float(init_sigma), False, workers
     )
-    a_mu_k = np.stack([r.a_mu for r in runs])
-    t_mu_k = np.stack([r.t_mu for r in runs])
-    a_sig = _mixture_sigma(a_mu_k, np.stack([r.a_sig for r in runs]))
-    t_sig = _mixture_sigma(t_mu_k, np.stack([r.t_sig for r in runs]))
-    return a_mu_k.mean(axis=0), a_sig, t_mu_k.mean(axis=0), t_sig
+    return moments.mean("a_mu"), moments.sigma("a_mu", "a_sig"), moments.mean("t_mu"), moments.sigma("t_mu", "t_sig")
 
 
 @dataclass(frozen=True)
@@ -660,12 +733,11 @@ def rate_encoded(m: Matches, settings: dict, *, warn: bool = True) -> RatingResu
     if warn:
         warn_if_disconnected(n_components, a_comp, m.agent_ids, "rate")
 
-    def tables(runs):
+    def tables(o: OrderMoments):
         """The rating tables from the orders (run while the reliability of the first order is still measured)."""
-        stack = lambda key: np.stack([getattr(r, key) for r in runs])  # noqa: E731
-        a_mu_k, t_mu_k = stack("a_mu"), stack("t_mu")
-        a_mu, t_mu = a_mu_k.mean(axis=0), t_mu_k.mean(axis=0)
-        a_sig, t_sig = _mixture_sigma(a_mu_k, stack("a_sig")), _mixture_sigma(t_mu_k, stack("t_sig"))
+        a_mu_k = o.agents_by_order()
+        a_mu, t_mu = o.mean("a_mu"), o.mean("t_mu")
+        a_sig, t_sig = o.sigma("a_mu", "a_sig"), o.sigma("t_mu", "t_sig")
         a_n, a_score, a_metric, t_n, t_score, t_metric = K.summaries(m.agent, m.test_case, m.score, m.metric, n_a, n_t)
         a_mean_metric, t_mean_metric = a_metric / a_n, t_metric / t_n
 
@@ -679,7 +751,7 @@ def rate_encoded(m: Matches, settings: dict, *, warn: bool = True) -> RatingResu
                 "matches": a_n,
                 "mean_score": a_score / a_n,
                 "mean_metric": a_mean_metric,
-                "mu_order_sd": _order_sd(a_mu_k),
+                "mu_order_sd": o.order_sd("a_mu"),
                 "mu_lo": lo,
                 "mu_hi": hi,
                 "rank": rank,
@@ -688,8 +760,7 @@ def rate_encoded(m: Matches, settings: dict, *, warn: bool = True) -> RatingResu
                 "component": a_comp,
             }
         )
-        t_mu_at = stack("t_mu_at").mean(axis=0)
-        t_sig_at = _mixture_sigma(stack("t_mu_at"), stack("t_sig_at"))
+        t_mu_at, t_sig_at = o.mean("t_mu_at"), o.sigma("t_mu_at", "t_sig_at")
         test_cases = pd.DataFrame(
             {
                 "test_case_id": m.test_case_ids,
@@ -698,12 +769,11 @@ def rate_encoded(m: Matches, settings: dict, *, warn: bool = True) -> RatingResu
                 "matches": t_n,
                 "mean_score": 1.0 - t_score / t_n,
                 "mean_metric": t_mean_metric,
-                "mu_order_sd": _order_sd(t_mu_k),
+                "mu_order_sd": o.order_sd("t_mu"),
                 "component": t_comp,
             }
         )
-        after_mu = stack("t_mu_after")
-        after_mu_mean, after_sig = after_mu.mean(axis=0), _mixture_sigma(after_mu, stack("t_sig_after"))
+        after_mu_mean, after_sig = o.mean("t_mu_after"), o.sigma("t_mu_after", "t_sig_after")
         for depth in range(HISTORY_LEVELS):
             j = 1 << depth
             if j < t_n.max():
@@ -712,8 +782,8 @@ def rate_encoded(m: Matches, settings: dict, *, warn: bool = True) -> RatingResu
         snapshots = _snapshot_table(
             fractions,
             m.agent_ids,
-            stack("a_mu_at").mean(axis=0),
-            _mixture_sigma(stack("a_mu_at"), stack("a_sig_at")),
+            o.mean("a_mu_at"),
+            o.sigma("a_mu_at", "a_sig_at"),
             tc_fractions,
             m.test_case_ids,
             t_mu_at,
@@ -721,7 +791,7 @@ def rate_encoded(m: Matches, settings: dict, *, warn: bool = True) -> RatingResu
         )
         return agents, test_cases, snapshots, a_mu, t_mu, a_mean_metric, t_mean_metric, a_n
 
-    runs, rel_table, measurer, done = run_orders(
+    moments, rel_table, measurer, done = run_orders(
         m, pairs, ends, tc_ends, float(init_mu), float(init_sigma), with_reliability, workers, then=tables
     )
     agents, test_cases, snapshots, a_mu, t_mu, a_mean_metric, t_mean_metric, a_n = done
@@ -729,10 +799,10 @@ def rate_encoded(m: Matches, settings: dict, *, warn: bool = True) -> RatingResu
     reliability = None
     if rel_table is not None:
         orders = np.ones(len(fractions), dtype=np.int64)
-        if len(runs) > 1 and fractions[-1] == 1.0:
+        if moments.k > 1 and fractions[-1] == 1.0:
             # the published ratings: the mean over the orders, measured on every match
             rel_table[-1] = measurer.measure(a_mu, t_mu, a_mean_metric, t_mean_metric, a_n.astype(np.int64))
-            orders[-1] = len(runs)
+            orders[-1] = moments.k
         reliability = pd.DataFrame(
             dict(
                 zip(
@@ -769,12 +839,6 @@ def _mixture_sigma(mu_k: np.ndarray, sig_k: np.ndarray) -> np.ndarray:
     if mu_k.shape[0] == 1:
         return sig_k[0].copy()
     return np.sqrt((sig_k * sig_k).mean(axis=0) + mu_k.var(axis=0))
-
-
-def _order_sd(mu_k: np.ndarray) -> np.ndarray:
-    if mu_k.shape[0] == 1:
-        return np.full(mu_k.shape[1:], np.nan)
-    return mu_k.std(axis=0, ddof=1)
 
 
 def _snapshot_table(fractions, agent_ids, a_mu_at, a_sig_at, tc_fractions, test_case_ids, t_mu_at, t_sig_at) -> pd.DataFrame:
