@@ -4,7 +4,7 @@ import warnings
 
 import dagster as dg
 
-from .assets.estimators import estimator_comparison, rating_uncertainty
+from .assets.estimators import estimator_comparison, rating_uncertainty, reliability_heldout
 from .assets.incoming import harness_logs_readable, harness_uploads
 from .assets.judgments import difficulty_judgments
 from .assets.ledger import upload_ledger, uploads_accepted
@@ -28,6 +28,7 @@ ASSETS = [
     quarantine_report,
     estimator_comparison,
     rating_uncertainty,
+    reliability_heldout,
     difficulty_judgments,
 ]
 

@@ -5,10 +5,12 @@ import itertools
 import dagster as dg
 import numpy as np
 import pandas as pd
+from agielo_dagster.resources.storage import ObjectStorage
 from scipy.stats import kendalltau, spearmanr
 
+from agielo_dagster.domain.ledger import read_ledger
 from agielo_dagster.domain.lineage import CODE_VERSION
-from agielo_dagster.rating import bootstrap, plackett_luce, rasch, rate
+from agielo_dagster.rating import bootstrap, heldout_check, plackett_luce, rasch, rate
 
 from .common import OWNERS, TAGS, frame_table
 from .partitions import benchmark_partitions
@@ -110,4 +112,19 @@ def rating_uncertainty(context: dg.AssetExecutionContext, config: UncertaintyCon
             "median_order_sd": float(np.median(orders["mu_order_sd"])),
         }
     )
+    return table
+
+
+@dg.asset(
+    ins={"match_tables": dg.AssetIn(metadata={"columns": ENGINE_COLUMNS})},
+    **_nightly(
+        "The held-out predictive check beside reliability_reports: 5-fold over matches, each match predicted from "
+        "ratings fitted without it; log-loss and Brier score (binary metrics) or MAE in metric units (graded), for "
+        "AGI-Elo, AGI-Elo with σ, Rasch, and the agent-mean and test-case-mean baselines. Materialized nightly."
+    ),
+)
+def reliability_heldout(context: dg.AssetExecutionContext, storage: ObjectStorage, match_tables) -> pd.DataFrame:
+    ledger = read_ledger(storage.store, context.partition_key)
+    table = heldout_check(match_tables, folds=5, seed=0, scoring=ledger.make_scoring() if ledger else None).to_pandas()
+    context.add_output_metadata({"check": frame_table(table, list(table.columns), limit=20, digits=4)})
     return table

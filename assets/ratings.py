@@ -1,13 +1,14 @@
 """Ratings of a benchmark (one engine call: snapshots, ratings, reliability) and its competency gaps."""
 
 import dagster as dg
-import pandas as pd
 import pyarrow as pa
 from agielo_dagster.resources.storage import ObjectStorage
 
+from agielo_dagster.domain.layout import warehouse_path
 from agielo_dagster.domain.ledger import read_ledger
 from agielo_dagster.domain.lineage import CODE_VERSION
-from agielo_dagster.rating import competency_gaps, rate
+from agielo_dagster.domain.status import DIGEST_KEY
+from agielo_dagster.rating import DEFAULT_SHUFFLES, competency_gaps, rate_parquet
 
 from .common import benchmark_output, digest_of, frame_table, retried_on_storage_errors
 from .partitions import benchmark_partitions
@@ -16,46 +17,57 @@ ENGINE_COLUMNS = ["test_case_id", "agent_id", "metric", "score"]
 SEED = 42
 
 
-def _pandas(table) -> pd.DataFrame:
-    return table.to_pandas() if isinstance(table, pa.Table) else table
-
-
 @dg.multi_asset(
     outs={
         "rating_snapshots": benchmark_output(
             "fraction, kind, id, mu, sigma: every agent at 1%…100% of the matches, test cases at 10/25/50/100%."
         ),
         "test_case_ratings": benchmark_output(
-            "Difficulty of every test case: test_case_id, mu, sigma, matches, mean_score, mean_metric."
+            "Difficulty of every test case: test_case_id, mu, sigma, matches, mean_score, mean_metric, mu_order_sd, "
+            "component, and its rating history (mu_after_j, sigma_after_j) that places new agents."
         ),
-        "agent_ratings": benchmark_output("Competency of every agent: agent_id, mu, sigma, matches, mean_score, mean_metric."),
-        "reliability_reports": benchmark_output("fraction, rho_test_cases, rho_agents, mae, mse as the share of matches grows."),
+        "agent_ratings": benchmark_output(
+            "Competency of every agent: agent_id, mu, sigma, matches, mean_score, mean_metric, mu_order_sd, the 95% "
+            "interval mu_lo..mu_hi (match order and sampling of test cases), rank, rank_lo, rank_hi (ties by interval), "
+            "component."
+        ),
+        "reliability_reports": benchmark_output(
+            "fraction, rho_test_cases, rho_agents, mae, mse, matches_outside_bins, orders as the share of matches grows."
+        ),
     },
     partitions_def=benchmark_partitions,
-    ins={"match_tables": dg.AssetIn(metadata={"columns": ENGINE_COLUMNS})},
+    deps=[dg.AssetDep("match_tables")],
 )
-def ratings(context: dg.AssetExecutionContext, match_tables: pa.Table):
-    digest = digest_of(match_tables)
-    result = rate(match_tables.to_pandas(), seed=SEED)
-    agents = _pandas(result.agents).sort_values(["mu", "agent_id"], ascending=[False, True])
-    test_cases = _pandas(result.test_cases)
-    final = _pandas(result.reliability).iloc[-1]
-    common = {"inputs_digest": digest, "seed": SEED, "code_version": CODE_VERSION, "matches": match_tables.num_rows}
+def ratings(context: dg.AssetExecutionContext, storage: ObjectStorage):
+    store = storage.store
+    path = warehouse_path("match_tables", context.partition_key)
+    with retried_on_storage_errors(context):
+        digest = (store.parquet_metadata(path) or {}).get(DIGEST_KEY, "")
+        source = store.parquet_source(path)
+    # straight from the parquet file, a row group at a time: no match table is held in memory
+    result = rate_parquet(source, seed=SEED, shuffles=DEFAULT_SHUFFLES)
+    agents = result.agents.to_pandas().sort_values(["rank", "mu", "agent_id"], ascending=[True, False, True])
+    test_cases = result.test_cases.select(["test_case_id", "mu", "sigma", "mean_metric"]).to_pandas()
+    final = result.reliability.to_pandas().iloc[-1]
+    common = {
+        "inputs_digest": digest,
+        "seed": SEED,
+        "orders": DEFAULT_SHUFFLES,
+        "code_version": CODE_VERSION,
+        "matches": result.n_matches,
+        "components": result.n_components,
+    }
     yield dg.Output(result.snapshots, "rating_snapshots", metadata=common)
     yield dg.Output(
         result.test_cases,
         "test_case_ratings",
-        metadata=common
-        | {
-            "hardest_test_cases": frame_table(
-                test_cases.nlargest(10, "mu"), ["test_case_id", "mu", "sigma", "mean_metric"], digits=3
-            )
-        },
+        metadata=common | {"hardest_test_cases": frame_table(test_cases.nlargest(10, "mu"), list(test_cases.columns), digits=3)},
     )
     yield dg.Output(
         result.agents,
         "agent_ratings",
-        metadata=common | {"top_agents": frame_table(agents, ["agent_id", "mu", "sigma", "mean_metric"], digits=3)},
+        metadata=common
+        | {"top_agents": frame_table(agents, ["rank", "agent_id", "mu", "mu_lo", "mu_hi", "rank_hi", "mean_metric"], digits=1)},
     )
     yield dg.Output(
         result.reliability,
@@ -66,6 +78,7 @@ def ratings(context: dg.AssetExecutionContext, match_tables: pa.Table):
             "rho_agents_at_100": round(float(final["rho_agents"]), 4),
             "mae_at_100": round(float(final["mae"]), 4),
             "mse_at_100": round(float(final["mse"]), 5),
+            "matches_outside_bins_at_100": int(final["matches_outside_bins"]),
         },
     )
 
@@ -73,7 +86,7 @@ def ratings(context: dg.AssetExecutionContext, match_tables: pa.Table):
 @dg.asset(
     partitions_def=benchmark_partitions,
     ins={
-        "test_case_ratings": dg.AssetIn(metadata={"columns": ["test_case_id", "mu"]}),
+        "test_case_ratings": dg.AssetIn(metadata={"columns": ["test_case_id", "mu", "component"]}),
         "agent_ratings": dg.AssetIn(),
         "input_manifests": dg.AssetIn(),
     },
@@ -97,7 +110,7 @@ def competency_gap_tables(
     with retried_on_storage_errors(context):
         ledger = read_ledger(storage.store, benchmark)
     scoring = ledger.make_scoring() if ledger else None
-    gaps = _pandas(competency_gaps(test_case_ratings.to_pandas(), agent_ratings.to_pandas(), scoring=scoring))
+    gaps = competency_gaps(test_case_ratings.to_pandas(), agent_ratings.to_pandas(), scoring=scoring)
     sources = input_manifests.to_pandas()[["agent_id", "source_path", "source_version"]]
     gaps = gaps.merge(sources, on="agent_id", how="left", validate="one_to_one")
     gaps["inputs_digest"] = digest

@@ -208,7 +208,7 @@ def quarantine_digest(store: Store, raw: RawTopLevel) -> str:
     return "sha256:" + digest.hexdigest()[:16]
 
 
-NIGHTLY_OUTPUTS = ("estimator_comparison", "rating_uncertainty")
+NIGHTLY_OUTPUTS = ("estimator_comparison", "rating_uncertainty", "reliability_heldout")
 
 
 def withdraw(store: Store, benchmark: str, *, everything: bool = False) -> list[str]:

@@ -390,6 +390,11 @@ class Store:
         return pq.ParquetFile(source, read_dictionary=read_dictionary).read(columns=columns, use_threads=False)
 
     @_guarded
+    def parquet_source(self, path: str):
+        """What a parquet reader should open: the local path, or the bytes of an S3 object in an arrow buffer."""
+        return self.full_path(path) if self.is_local else _buffer(self.read_bytes(path))
+
+    @_guarded
     def read_schema(self, path: str):
         """A parquet file's schema (with its key-value metadata), from the footer only."""
         import pyarrow.parquet as pq

@@ -33,6 +33,10 @@ def test_nightly_job_compares_estimators_and_bounds_uncertainty(daemon, root):
     assert ratings.loc["agent_3", "low"] > ratings.loc["agent_0", "high"]  # 750 points apart: clearly separated
     materialization = result.asset_materializations_for_node("rating_uncertainty")[0]
     assert materialization.metadata["resamples"].value == 40
+    heldout = pd.read_parquet(root / "warehouse/reliability_heldout/quiz.parquet").set_index(["method", "measure"])["value"]
+    # binary outcomes: AGI-Elo predicts held-out matches better than knowing only the agent's mean
+    assert heldout["agielo", "log_loss"] < heldout["agent_mean", "log_loss"]
+    assert heldout["agielo", "brier"] < heldout["agent_mean", "brier"]
 
 
 def _judgment_tick(daemon, cursor=None):
