@@ -1,4 +1,7 @@
-"""Nightly per-benchmark estimators: how AGI-Elo compares with other methods, and how sure it is."""
+"""Nightly per-benchmark estimators: how AGI-Elo compares with other methods, and how sure it is.
+
+The estimators (scipy) are imported inside the assets: loading the code location stays fast.
+"""
 
 import itertools
 
@@ -6,11 +9,9 @@ import dagster as dg
 import numpy as np
 import pandas as pd
 from agielo_dagster.resources.storage import ObjectStorage
-from scipy.stats import kendalltau, spearmanr
 
 from agielo_dagster.domain.ledger import read_ledger
 from agielo_dagster.domain.lineage import CODE_VERSION
-from agielo_dagster.rating import bootstrap, heldout_check, plackett_luce, rasch, rate
 
 from .common import OWNERS, TAGS, frame_table
 from .partitions import benchmark_partitions
@@ -50,6 +51,10 @@ def _nightly(description: str) -> dict:
 def estimator_comparison(
     context: dg.AssetExecutionContext, match_tables: pd.DataFrame, agent_ratings: pd.DataFrame
 ) -> pd.DataFrame:
+    from scipy.stats import kendalltau, spearmanr
+
+    from agielo_dagster.rating import plackett_luce, rasch
+
     ratings = pd.DataFrame({"agielo": agent_ratings.set_index("agent_id")["mu"]})
     ratings["plackett_luce"] = plackett_luce(match_tables, alpha=0.1).set_index("agent_id")["rating"]
     ratings["rasch"] = rasch(match_tables)[0].set_index("agent_id")["rating"]
@@ -88,6 +93,8 @@ def estimator_comparison(
     ),
 )
 def rating_uncertainty(context: dg.AssetExecutionContext, config: UncertaintyConfig, match_tables: pd.DataFrame) -> pd.DataFrame:
+    from agielo_dagster.rating import bootstrap, rate
+
     table = bootstrap(match_tables, n_resamples=config.resamples, seed=config.seed)
     orders = rate(match_tables, seed=config.seed, shuffles=config.shuffles, with_reliability=False).agents
     spread = pd.DataFrame(
@@ -124,6 +131,8 @@ def rating_uncertainty(context: dg.AssetExecutionContext, config: UncertaintyCon
     ),
 )
 def reliability_heldout(context: dg.AssetExecutionContext, storage: ObjectStorage, match_tables) -> pd.DataFrame:
+    from agielo_dagster.rating import heldout_check
+
     ledger = read_ledger(storage.store, context.partition_key)
     table = heldout_check(match_tables, folds=5, seed=0, scoring=ledger.make_scoring() if ledger else None).to_pandas()
     context.add_output_metadata({"check": frame_table(table, list(table.columns), limit=20, digits=4)})

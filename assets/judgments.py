@@ -12,7 +12,7 @@ from agielo_dagster.resources.storage import ObjectStorage
 from agielo_dagster.domain.contract import IngestError, check_name
 from agielo_dagster.domain.lineage import CODE_VERSION
 from agielo_dagster.domain.readers import read_rows
-from agielo_dagster.rating import MatchTableError, hodge_rank
+from agielo_dagster.rating.frames import MatchTableError
 
 from .common import OWNERS, TAGS, frame_table, retried_on_storage_errors
 
@@ -41,6 +41,8 @@ def difficulty_judgments(context: dg.AssetExecutionContext, storage: ObjectStora
         data, version = storage.store.read_versioned(path, limit=storage.max_upload_bytes)
     try:
         frame = read_rows(data, path, max_bytes=storage.max_upload_bytes).to_pandas()
+        from agielo_dagster.rating import hodge_rank  # scipy: imported where used, so the code location loads fast
+
         result = hodge_rank(frame)
     except (IngestError, MatchTableError) as err:
         raise dg.Failure(f"{path}: {err}", metadata={"file": path, "version": version}, allow_retries=False) from None

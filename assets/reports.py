@@ -13,13 +13,10 @@ import pandas as pd
 import pyarrow as pa
 from agielo_dagster.resources.storage import ObjectStorage
 
-from agielo_dagster.domain import figures as figs
 from agielo_dagster.domain.layout import figure_path, report_path
 from agielo_dagster.domain.ledger import read_ledger
 from agielo_dagster.domain.lineage import CODE_VERSION
 from agielo_dagster.domain.matches import test_case_metadata
-from agielo_dagster.domain.report import png_data_uri, render_report
-from agielo_dagster.rating import binned_calibration
 
 from .common import OWNERS, TAGS, digest_of, frame_table, retried_on_storage_errors
 from .partitions import benchmark_partitions
@@ -59,6 +56,11 @@ def benchmark_reports(
     input_manifests: pa.Table,
     match_tables: pa.Table,
 ) -> dg.Output:
+    # matplotlib is imported here, where it is used, so that loading the code location stays fast
+    from agielo_dagster.domain import figures as figs
+    from agielo_dagster.domain.report import png_data_uri, render_report
+    from agielo_dagster.rating import binned_calibration
+
     benchmark = context.partition_key
     digest = digest_of(competency_gap_tables)
     store = storage.store

@@ -3,46 +3,68 @@
 >>> from agielo_dagster.rating import rate, competency_gaps
 >>> result = rate(matches)                      # doctest: +SKIP
 >>> competency_gaps(result.test_cases, result.agents)  # doctest: +SKIP
+
+The package loads lazily: ``from agielo_dagster.rating import rate`` imports the Glicko engine
+only, not the estimators (scipy) or the parquet reader, so that command-line tools start quickly.
 """
 
-from .estimators import HodgeRankResult, bootstrap, hodge_rank, pairwise_wins, plackett_luce, rasch, robustness
-from .frames import MatchTableError
-from .glicko import (
-    DEFAULT_LEVEL,
-    DEFAULT_SHUFFLES,
-    DEFAULT_SNAPSHOT_FRACTIONS,
-    DEFAULT_TEST_CASE_SNAPSHOT_FRACTIONS,
-    RatingResult,
-    g,
-    glicko_expected,
-    place_agents,
-    rate,
-    update_match,
-    update_rating_period,
-)
-from .graph import DisconnectedMatchesWarning
-from .heldout import heldout_check
-from .parquet import rate_parquet, read_matches
-from .predict import (
-    combined_sigma,
-    competency_gaps,
-    expected_metric,
-    expected_score,
-    hard_cases,
-    oracle_rating,
-    share_beaten,
-)
-from .reliability import binned_calibration, reliability
-from .scoring import (
-    SCORING_NAMES,
-    Scoring,
-    ScoringError,
-    binary,
-    identity,
-    make_scoring,
-    minmax,
-)
-from .simulate import simulate_matches
+from importlib import import_module
+
+_HOME = {
+    "DEFAULT_LEVEL": "glicko",
+    "DEFAULT_SHUFFLES": "glicko",
+    "DEFAULT_SNAPSHOT_FRACTIONS": "glicko",
+    "DEFAULT_TEST_CASE_SNAPSHOT_FRACTIONS": "glicko",
+    "DisconnectedMatchesWarning": "graph",
+    "HodgeRankResult": "estimators",
+    "MatchTableError": "frames",
+    "RatingResult": "glicko",
+    "SCORING_NAMES": "scoring",
+    "Scoring": "scoring",
+    "ScoringError": "scoring",
+    "binary": "scoring",
+    "binned_calibration": "reliability",
+    "bootstrap": "estimators",
+    "combined_sigma": "predict",
+    "competency_gaps": "predict",
+    "expected_metric": "predict",
+    "expected_score": "predict",
+    "g": "glicko",
+    "glicko_expected": "glicko",
+    "hard_cases": "predict",
+    "heldout_check": "heldout",
+    "hodge_rank": "estimators",
+    "identity": "scoring",
+    "make_scoring": "scoring",
+    "minmax": "scoring",
+    "oracle_rating": "predict",
+    "pairwise_wins": "estimators",
+    "place_agents": "glicko",
+    "plackett_luce": "estimators",
+    "rasch": "estimators",
+    "rate": "glicko",
+    "rate_parquet": "parquet",
+    "read_matches": "parquet",
+    "reliability": "reliability",
+    "robustness": "estimators",
+    "share_beaten": "predict",
+    "simulate_matches": "simulate",
+    "update_match": "glicko",
+    "update_rating_period": "glicko",
+}
+
+
+def __getattr__(name: str):
+    if name in _HOME:
+        value = getattr(import_module(f".{_HOME[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted([*globals(), *_HOME])
+
 
 __all__ = [
     "DEFAULT_LEVEL",

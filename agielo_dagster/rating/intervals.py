@@ -22,8 +22,9 @@ Elo ratings have no absolute origin, and a common shift of every rating is not c
 
 from __future__ import annotations
 
+from statistics import NormalDist
+
 import numpy as np
-from scipy.stats import norm
 
 from ._kernels import Q, sandwich_sums
 
@@ -34,7 +35,7 @@ def z_of(level: float) -> float:
     """The two-sided normal quantile of a confidence level (1.96 for 0.95)."""
     if not 0.0 < level < 1.0:
         raise ValueError(f"level must be inside (0, 1), got {level}")
-    return float(norm.ppf(0.5 + level / 2.0))
+    return NormalDist().inv_cdf(0.5 + level / 2.0)
 
 
 def order_variance(per_order: np.ndarray) -> np.ndarray:
