@@ -10,6 +10,9 @@ only, not the estimators (scipy) or the parquet reader, so that command-line too
 
 from importlib import import_module
 
+# the function, bound eagerly: its submodule shares its name and would shadow it once imported
+from .reliability import reliability
+
 _HOME = {
     "DEFAULT_LEVEL": "glicko",
     "DEFAULT_SHUFFLES": "glicko",
@@ -45,7 +48,6 @@ _HOME = {
     "rate": "glicko",
     "rate_parquet": "parquet",
     "read_matches": "parquet",
-    "reliability": "reliability",
     "robustness": "estimators",
     "share_beaten": "predict",
     "simulate_matches": "simulate",
