@@ -436,7 +436,13 @@ class OrderMoments:
     results are that order's arrays, bit for bit.
     """
 
-    PAIRS = (("a_mu", "a_sig"), ("t_mu", "t_sig"), ("a_mu_at", "a_sig_at"), ("t_mu_at", "t_sig_at"), ("t_mu_after", "t_sig_after"))
+    PAIRS = (
+        ("a_mu", "a_sig"),
+        ("t_mu", "t_sig"),
+        ("a_mu_at", "a_sig_at"),
+        ("t_mu_at", "t_sig_at"),
+        ("t_mu_after", "t_sig_after"),
+    )
 
     def __init__(self):
         self.k = 0
