@@ -31,7 +31,7 @@ from .definitions import build_definitions
 from .domain.incoming import incoming_reason
 from .domain.layout import warehouse_path
 from .domain.lineage import CODE_VERSION
-from .domain.status import benchmark_state, present_benchmarks, scan_raw
+from .domain.status import benchmark_state, present_benchmarks
 from .domain.store import StorageError, Store, default_root
 from .planning import plan_runs, state_key
 from .resources.storage import ObjectStorage
@@ -117,7 +117,8 @@ def run_pipeline(
         instance.add_dynamic_partitions(benchmark_partitions.name, plan.new_partitions)
     job = defs.resolve_job_def("rate_benchmarks")
     # benchmarks with a run in progress elsewhere are run too: the run waits for the other, then finds them current
-    for benchmark in sorted({*plan.to_rate, *plan.busy, *plan.given_up}):
+    to_run = sorted({*plan.to_rate, *plan.busy, *plan.given_up})
+    for benchmark in to_run:
         tags = {BENCHMARK_TAG: benchmark, TRIGGER_TAG: "cli", STATE_TAG: state_key(plan.states[benchmark]), **process_tags()}
         result = job.execute_in_process(
             run_config=_quiet(log_level), instance=instance, partition_key=benchmark, tags=tags, raise_on_error=False
@@ -130,15 +131,10 @@ def run_pipeline(
             summary.benchmarks_rated.append(benchmark)
         elif result.success and not benchmark_state(store, benchmark, CODE_VERSION).accepted:
             summary.withdrawn.append(benchmark)
-    raw = scan_raw(store)
-    gone = [
-        b
-        for b in instance.get_dynamic_partitions(benchmark_partitions.name)
-        if benchmark_state(store, b, CODE_VERSION, raw).vanished
-    ]
-    for benchmark in gone:
+    after = plan_runs(store, instance) if to_run else plan  # what the runs changed: vanished benchmarks, rejections
+    for benchmark in after.vanished:
         instance.delete_dynamic_partition(benchmark_partitions.name, benchmark)
-    if plan_runs(store, instance).quarantine_stale:
+    if after.quarantine_stale:
         result = defs.resolve_job_def("report_quarantine").execute_in_process(
             run_config=_quiet(log_level), instance=instance, tags={TRIGGER_TAG: "cli"}, raise_on_error=False
         )
@@ -173,7 +169,8 @@ def print_summary(store: Store, summary: RunSummary, out=sys.stdout) -> int:
     for benchmark in summary.withdrawn:
         why = "no accepted upload" if benchmark in present else f"raw/{benchmark}/ is gone"
         print(f"  withdrawn: {benchmark} ({why}): its outputs are removed", file=out)
-    problems = read_quarantine(store)
+    report = warehouse_path("quarantine_report", None)
+    problems = store.read_table(report).to_pandas() if store.exists(report) else read_quarantine(store)
     for row in problems.itertuples():
         print(f"  {'refused' if row.status == 'refused' else 'rejected'}: {row.message}", file=out)
     for failure in summary.failed_runs:
