@@ -14,6 +14,9 @@ from importlib import import_module
 from .reliability import reliability
 
 _HOME = {
+    "AbilityMasses": "abilities",
+    "ability_masses": "abilities",
+    "alignment_rate": "abilities",
     "DEFAULT_LEVEL": "glicko",
     "DEFAULT_SHUFFLES": "glicko",
     "DEFAULT_SNAPSHOT_FRACTIONS": "glicko",
@@ -69,6 +72,9 @@ def __dir__():
 
 
 __all__ = [
+    "AbilityMasses",
+    "ability_masses",
+    "alignment_rate",
     "DEFAULT_LEVEL",
     "DEFAULT_SHUFFLES",
     "DisconnectedMatchesWarning",
