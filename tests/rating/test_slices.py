@@ -99,7 +99,8 @@ def test_query_ranking_orders_the_agents_with_intervals(benchmark):
     matches, _, tags = benchmark
     math_ids = tags.loc[tags["subject"] == "math", "test_case_id"]
     ranking = query_ranking(matches[matches["test_case_id"].isin(math_ids)], resamples=60, seed=1)
-    assert list(ranking.columns[:8]) == ["agent_id", "rating", "rating_lo", "rating_hi", "rating_sd", "rank", "rank_lo", "rank_hi"]
+    interval_columns = ["agent_id", "rating", "rating_lo", "rating_hi", "rating_sd", "rank", "rank_lo", "rank_hi"]
+    assert list(ranking.columns[:8]) == interval_columns
     assert ranking["agent_id"].iloc[-1] == WEAK_AGENT  # on math the weak agent is last
     assert ranking["agent_id"].iloc[0] == "agent_4"
     assert (ranking["rating_lo"] <= ranking["rating"]).all() and (ranking["rating"] <= ranking["rating_hi"]).all()
