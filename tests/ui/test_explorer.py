@@ -1,0 +1,309 @@
+"""The explorer page: one self-contained HTML file, safe with hostile ids, bounded in size, and interactive in
+headless Chromium (Debian's, driven by Playwright) opened from file:// with the network blocked."""
+
+import base64
+import hashlib
+import json
+import os
+import re
+import shutil
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from agielo_dagster.domain.explorer import MAX_POINTS, explorer_data, render_explorer
+from agielo_dagster.domain.tags import abilities_of
+from agielo_dagster.rating import ability_masses, binned_calibration, competency_gaps, rate, slice_ratings
+
+REPO = Path(__file__).resolve().parents[2]
+CHROMIUM = os.environ.get("AGIELO_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+ARTIFACTS = Path(os.environ.get("AGIELO_TEST_ARTIFACTS", REPO / "test-artifacts"))
+
+EVIL_IDS = ["</script><script>alert(1)</script>", "<img src=x onerror=alert(2)>", "q\"uote's & <!-- x", "\u2028line"]
+AGENT_NAMES = [f"agent_{j:02d}" for j in range(12)] + ["</script><b>evil</b>", 'model "quoted"']
+PROVISIONAL = 'model "quoted"'
+
+
+@pytest.fixture(scope="module")
+def benchmark():
+    """300 test cases (the hardest one with a hostile id), 14 agents (two with hostile names, one provisional), tags."""
+    rng = np.random.default_rng(0)
+    n = 300
+    difficulty = rng.normal(1500, 250, n)
+    ids = [f"tc{i:03d}" for i in range(n)]
+    order = np.argsort(-difficulty)
+    for rank, evil in enumerate(EVIL_IDS):
+        ids[order[rank]] = evil  # the hardest test cases carry the hostile ids
+    strengths = np.linspace(1200, 1900, len(AGENT_NAMES))
+    frames = []
+    for name, strength in zip(AGENT_NAMES, strengths, strict=True):
+        score = (rng.random(n) < 1 / (1 + 10 ** ((difficulty - strength) / 400))).astype(float)
+        frames.append(pd.DataFrame({"test_case_id": ids, "agent_id": name, "metric": score, "score": score}))
+    matches = pd.concat(frames, ignore_index=True)
+    result = rate(matches, shuffles=2)
+    subjects = np.array(["math", "code", "text"])[np.arange(n) % 3]
+    abilities = [
+        ["algebra", "geometry"] if i % 3 == 0 else ["algebra"] if i % 3 == 1 else ["<logic & reasoning>"] for i in range(n)
+    ]
+    tags = pd.DataFrame({"test_case_id": ids, "subject": subjects, "abilities": abilities})
+    agents = result.agents.assign(provisional=result.agents["agent_id"] == PROVISIONAL)
+    difficulties = result.test_cases.rename(columns={"test_case_id": "item_id", "mu": "difficulty"})[["item_id", "difficulty"]]
+    return dict(
+        matches=matches,
+        result=result,
+        agents=agents,
+        tags=tags,
+        slices=slice_ratings(matches, result.test_cases, tags, shuffles=2),
+        masses=ability_masses(difficulties, abilities_of(tags)),
+        calibration=binned_calibration(matches, result.test_cases, result.agents),
+        gaps=competency_gaps(result.test_cases, result.agents),
+    )
+
+
+def render(b, **extra):
+    r = b["result"]
+    options = dict(
+        tags=b["tags"],
+        slices=b["slices"],
+        masses=b["masses"],
+        reliability=r.reliability,
+        calibration=b["calibration"],
+        gaps=b["gaps"],
+    )
+    return render_explorer('quiz <&> "bench"', b["agents"], r.test_cases, **{**options, **extra})
+
+
+def embedded(page: str) -> dict:
+    (block,) = re.findall(r'<script type="application/json" id="explorer-data">(.*?)</script>', page, flags=re.S)
+    return json.loads(block)
+
+
+# -- the file ----------------------------------------------------------------------------------
+
+
+def test_hostile_ids_cannot_leave_the_data_block(benchmark):
+    page = render(benchmark)
+    assert page.count("</script") == 2  # the data block's end and the code's end: no id ends a script
+    assert page.count("<script") == 2 and "<!--" not in page and "\u2028" not in page
+    data = embedded(page)
+    assert set(data["agents"]["agent_id"]) == set(AGENT_NAMES)  # every id comes back character for character
+    assert set(EVIL_IDS) <= set(data["testCases"]["drawn"]["test_case_id"])
+    assert "<title>AGI-Elo explorer: quiz &lt;&amp;&gt; &quot;bench&quot;</title>" in page
+    assert "innerHTML" not in page and "eval(" not in page
+    assert set(re.findall(r"https?://[^\"' ]*", page)) == {"http://www.w3.org/2000/svg"}  # a namespace, never fetched
+
+
+def test_the_page_allows_only_its_own_script(benchmark):
+    page = render(benchmark)
+    (policy,) = re.findall(r'http-equiv="Content-Security-Policy" content="([^"]+)"', page)
+    assert "default-src 'none'" in policy and "connect-src" not in policy
+    code = re.findall(r"<script>(.*?)</script>", page, flags=re.S)[-1]
+    digest = base64.b64encode(hashlib.sha256(code.encode()).digest()).decode()
+    assert f"script-src 'sha256-{digest}'" in policy
+
+
+def test_size_is_bounded_whatever_the_benchmark():
+    rng = np.random.default_rng(1)
+    n_test_cases, n_agents = 60_000, 5_000
+    test_cases = pd.DataFrame({"test_case_id": [f"t{i}" for i in range(n_test_cases)], "mu": rng.normal(1500, 300, n_test_cases)})
+    agents = pd.DataFrame({"agent_id": [f"a{j}" for j in range(n_agents)], "mu": rng.normal(1500, 200, n_agents)})
+    tags = pd.DataFrame({"test_case_id": test_cases["test_case_id"], "subject": rng.choice(["x", "y"], n_test_cases)})
+    page = render_explorer("big", agents, test_cases, tags=tags)
+    assert len(page.encode()) < 1_500_000, len(page.encode())
+    data = embedded(page)
+    drawn = data["testCases"]["drawn"]
+    assert len(drawn["test_case_id"]) == MAX_POINTS == len(data["tags"]["values"]["subject"])
+    assert sum(data["testCases"]["histogram"]["counts"]) == n_test_cases == data["testCases"]["total"]
+    hardest = test_cases.nlargest(MAX_POINTS // 2, "mu")["test_case_id"]
+    assert set(hardest) <= set(drawn["test_case_id"])  # the hardest are always drawn one by one
+    assert len(data["agents"]["agent_id"]) == n_agents  # every agent, for search and paging
+    assert data["tags"]["summary"]["subject"]["test_cases"] == n_test_cases
+
+
+def test_the_data_carries_provisional_marks_gaps_slices_and_masses(benchmark):
+    data = explorer_data(
+        "quiz", benchmark["agents"], benchmark["result"].test_cases, gaps=benchmark["gaps"], masses=benchmark["masses"]
+    )
+    flagged = [a for a, p in zip(data["agents"]["agent_id"], data["agents"]["provisional"], strict=True) if p]
+    assert flagged == [PROVISIONAL]
+    assert "gap_50" in data["agents"] and "pct_beaten_50" in data["agents"]
+    assert data["masses"]["info"]["alignment"] == pytest.approx(benchmark["masses"].alignment, abs=1e-4)
+    assert data["slices"] is None and data["reliability"] is None
+    with pytest.raises(TypeError, match="unexpected option"):
+        explorer_data("quiz", benchmark["agents"], benchmark["result"].test_cases, colour="red")
+    with pytest.raises(ValueError, match="lacks column"):
+        render_explorer("quiz", benchmark["agents"].drop(columns="mu"), benchmark["result"].test_cases)
+
+
+# -- in the browser ----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Chromium on a thread of its own.
+
+    Playwright's sync API allows one driver per thread, and tests/ui/test_browser.py holds a session-wide one
+    on the main thread; a worker thread keeps the two apart. Every call goes through ``run(fn)``.
+    """
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"Chromium is not installed ({CHROMIUM}); .ci/run installs Debian's chromium package")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
+    pool = ThreadPoolExecutor(1, thread_name_prefix="explorer-chromium")
+
+    def launch():
+        driver = sync_api.sync_playwright().start()
+        args = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking"]
+        return driver, driver.chromium.launch(
+            executable_path=CHROMIUM, args=[*args, "--disable-component-update", "--disable-sync"]
+        )
+
+    driver, chromium = pool.submit(launch).result()
+
+    def run(fn, *args):
+        return pool.submit(fn, *args).result()
+
+    try:
+        yield run, chromium
+    finally:
+        run(lambda: (chromium.close(), driver.stop()))
+        pool.shutdown()
+
+
+@pytest.fixture(scope="module")
+def explorer(benchmark, browser, tmp_path_factory):
+    """The page written to a file and opened from file:// in a context that is offline and aborts every other request."""
+    run, chromium = browser
+    path = tmp_path_factory.mktemp("explorer") / "quiz.html"
+    path.write_text(render(benchmark), encoding="utf-8")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    seen = {"requests": [], "blocked": [], "errors": [], "dialogs": []}
+
+    def open_page():
+        context = chromium.new_context(offline=True, viewport={"width": 1400, "height": 1000})
+
+        def route(r):
+            if r.request.url.startswith("file:"):
+                r.continue_()
+            else:
+                seen["blocked"].append(r.request.url)
+                r.abort()
+
+        context.route("**/*", route)
+        page = context.new_page()
+        page.set_default_timeout(30_000)
+        page.on("request", lambda r: seen["requests"].append(r.url))
+        page.on("pageerror", lambda e: seen["errors"].append(str(e)))
+        page.on("console", lambda m: seen["errors"].append(m.text) if m.type == "error" else None)
+        page.on("dialog", lambda d: (seen["dialogs"].append(d.message), d.dismiss()))
+        page.goto(path.as_uri(), wait_until="load")
+        page.locator("#leaderboard-grid tbody tr").first.wait_for()
+        return context, page
+
+    context, page = run(open_page)
+    yield run, page, seen
+    run(context.close)
+
+
+def test_it_opens_from_file_with_the_network_blocked_and_shows_every_agent(explorer, benchmark):
+    run, page, seen = explorer
+
+    def check():
+        page.screenshot(path=str(ARTIFACTS / "explorer.png"), full_page=True)
+        rows = page.locator("#leaderboard-grid tbody tr")
+        names = [rows.nth(i).locator(".agent-name").inner_text() for i in range(rows.count())]
+        provisional = page.locator("#leaderboard-grid tbody tr.provisional")
+        return names, provisional.count(), provisional.first.inner_text(), page.locator("#leaderboard-info").inner_text()
+
+    names, n_provisional, provisional_text, info = run(check)
+    assert sorted(names) == sorted(AGENT_NAMES)  # hostile names shown as text, never as markup
+    ranked = benchmark["agents"].sort_values("mu", ascending=False)["agent_id"].tolist()
+    assert names == ranked  # best first
+    assert n_provisional == 1 and PROVISIONAL in provisional_text and "provisional" in provisional_text
+    assert info == f"{len(AGENT_NAMES)} of {len(AGENT_NAMES)} agents"
+    assert all(u.startswith("file:") for u in seen["requests"]), seen["requests"]
+    assert seen["blocked"] == [] and seen["errors"] == [] and seen["dialogs"] == []
+    assert run(lambda: page.locator("b", has_text="evil").count() + page.locator("img[src='x']").count()) == 0
+
+
+def test_search_filters_the_table(explorer):
+    run, page, _ = explorer
+
+    def search(text):
+        page.fill("#leaderboard-search", text)
+        rows = page.locator("#leaderboard-grid tbody tr .agent-name")
+        return sorted(rows.nth(i).inner_text() for i in range(rows.count())), page.locator("#leaderboard-info").inner_text()
+
+    names, info = run(search, "agent_1")
+    assert names == ["agent_10", "agent_11"] and info == f"2 of {len(AGENT_NAMES)} agents"
+    assert run(search, "</SCRIPT>")[0] == ["</script><b>evil</b>"]  # case-insensitive, literal
+    run(lambda: page.locator("#difficulty").screenshot(path=str(ARTIFACTS / "explorer_search_highlight.png")))
+    dimmed = run(lambda: page.locator("#agent-lines line.agent.dim").count())
+    assert dimmed == len(AGENT_NAMES) - 1  # the plot dims every agent the search leaves out
+    run(lambda: page.locator("#leaderboard").screenshot(path=str(ARTIFACTS / "explorer_search.png")))
+    assert run(search, "no such agent") == ([], f"0 of {len(AGENT_NAMES)} agents")
+    assert len(run(search, "")[0]) == len(AGENT_NAMES)
+
+
+def test_sorting_by_a_column_reverses_on_a_second_click(explorer):
+    run, page, _ = explorer
+
+    def ratings_after_click():
+        page.locator("#leaderboard-grid th", has_text="rating").first.click()
+        cells = page.locator("#leaderboard-grid tbody tr td:nth-child(3)")
+        return [float(cells.nth(i).inner_text()) for i in range(cells.count())]
+
+    first = run(ratings_after_click)
+    second = run(ratings_after_click)
+    assert first == sorted(first) or first == sorted(first, reverse=True)
+    assert second == first[::-1]
+
+
+def test_hovering_a_test_case_shows_its_tags(explorer, benchmark):
+    run, page, seen = explorer
+    test_cases = benchmark["result"].test_cases
+    hardest = int(test_cases["mu"].to_numpy().argmax())  # every test case is drawn, in table order
+    tc_id = test_cases["test_case_id"].iloc[hardest]
+    tags = benchmark["tags"].set_index("test_case_id").loc[tc_id]
+
+    def hover():
+        page.locator("#difficulty").scroll_into_view_if_needed()
+        page.locator(f"circle.tc[data-index='{hardest}']").hover()
+        tip = page.locator("#tooltip")
+        tip.wait_for(state="visible")
+        page.locator("#difficulty").screenshot(path=str(ARTIFACTS / "explorer_hover.png"))
+        return tip.locator(".title").inner_text(), tip.inner_text()
+
+    title, text = run(hover)
+    assert tc_id in EVIL_IDS and title == tc_id  # the hostile id, as text
+    assert f"subject\n{tags['subject']}" in text and "; ".join(tags["abilities"]) in text
+    assert f"{test_cases['mu'].iloc[hardest]:.1f}" in text
+    run(lambda: page.mouse.move(5, 5))
+    assert run(lambda: page.locator("#tooltip").is_hidden())
+    assert seen["dialogs"] == [] and seen["errors"] == []
+
+
+def test_slices_masses_reliability_and_calibration_are_shown(explorer, benchmark):
+    run, page, _ = explorer
+
+    def look():
+        page.select_option("#slice-tag", "subject")
+        page.fill("#slice-search", "math")
+        page.locator("#slices").screenshot(path=str(ARTIFACTS / "explorer_slices.png"))
+        slices = page.locator("#slice-grid tbody tr").count(), page.locator("#slice-info").inner_text()
+        page.locator("#masses").screenshot(path=str(ARTIFACTS / "explorer_masses.png"))
+        masses = page.locator("#mass-grid tbody tr td:first-child").all_inner_texts()
+        page.select_option("#calibration-agent", "agent_05")
+        dots = page.locator("#calibration-svg circle").count()
+        page.locator("#reliability").screenshot(path=str(ARTIFACTS / "explorer_reliability.png"))
+        page.locator("#calibration").screenshot(path=str(ARTIFACTS / "explorer_calibration.png"))
+        return slices, masses, dots, page.locator("#reliability-rho polyline").count()
+
+    (n_slices, info), masses, dots, lines = run(look)
+    assert n_slices == len(AGENT_NAMES) and info.startswith(f"{len(AGENT_NAMES)} of ")
+    assert sorted(masses) == sorted(benchmark["masses"].masses["ability"])
+    assert "<logic & reasoning>" in masses
+    assert dots == (benchmark["calibration"]["agent_id"] == "agent_05").sum()
+    assert lines == 2
