@@ -5,8 +5,9 @@ one); no Dagster, no I/O. Every figure stays the same size whatever the number o
 beyond a few dozen agents, the best ones are drawn one by one and the rest are summarized.
 
 1. :func:`rating_distribution`: histogram of test-case ratings, their percentile curve, and each
-   agent's rating with the share of test cases it beats (paper Figure 3); labels are placed so
-   they never overlap (agents close together share a tick, the label names the best of them);
+   agent's rating with the share of test cases it beats (paper Figure 3); every agent up to
+   :data:`MAX_LABELS` is labelled, labels spread sideways so that none overlaps another and joined to
+   their agents by leaders (beyond, the best agents and a spread of the rest are labelled);
 2. :func:`reliability_curves`: ρ of test cases and agents, MAE and MSE against the share of
    matches (Figure 4); :func:`agent_trajectories`: the top agents' ratings against it, the rest
    as a band (Figure 6);
@@ -31,7 +32,7 @@ from ..rating.predict import share_beaten  # noqa: E402
 
 FIGURES = ("rating_distribution", "reliability_curves", "agent_trajectories", "calibration", "competency_gap")
 MAX_AGENTS_DRAWN = 25  # agents drawn one by one; the rest are summarized
-MAX_LABELS = 12
+MAX_LABELS = 30  # agents labelled on the rating distribution (the rest are drawn, or binned, unlabelled)
 
 
 def to_png(fig: Figure) -> bytes:
@@ -57,9 +58,50 @@ def spaced_labels(positions: np.ndarray, min_gap: float, max_labels: int = MAX_L
     return chosen
 
 
+def _short(name: str, limit: int) -> str:
+    return name if len(name) <= limit else name[: limit - 1] + "…"
+
+
+def labelled_agents(ratings: np.ndarray, max_labels: int = MAX_LABELS) -> np.ndarray:
+    """Which agents get a label: all of them up to ``max_labels``; beyond, the best two thirds of the
+    labels go to the best agents and the rest to agents evenly spread over the others' ranks."""
+    order = np.argsort(-np.asarray(ratings, dtype=np.float64), kind="stable")
+    if len(order) <= max_labels:
+        return order
+    best = (2 * max_labels) // 3
+    rest = order[best:]
+    spread = rest[np.unique(np.linspace(0, len(rest) - 1, max_labels - best).round().astype(np.int64))]
+    return np.concatenate([order[:best], spread])
+
+
+def dodged(positions: np.ndarray, gap: float, lo: float = -np.inf, hi: float = np.inf) -> np.ndarray:
+    """Label positions as close as possible to ``positions`` (least squares) with at least ``gap`` between
+    neighbours, inside [lo, hi]: pool-adjacent-violators on x_i − i·gap, so labels keep the agents' order.
+
+    ``positions`` must be sorted; with n labels the room needed, (n − 1)·gap, must fit in [lo, hi].
+    """
+    x = np.asarray(positions, dtype=np.float64)
+    n = len(x)
+    shifted = x - gap * np.arange(n)
+    blocks: list[list[float]] = []  # [mean, size]
+    for v in shifted:
+        blocks.append([v, 1.0])
+        while len(blocks) > 1 and blocks[-2][0] > blocks[-1][0]:
+            mean, size = blocks.pop()
+            blocks[-1] = [(blocks[-1][0] * blocks[-1][1] + mean * size) / (blocks[-1][1] + size), blocks[-1][1] + size]
+    fitted = np.concatenate([np.full(int(size), mean) for mean, size in blocks]) if n else x
+    out = fitted + gap * np.arange(n)
+    out = np.maximum(out, lo + gap * np.arange(n))
+    return np.minimum(out, hi - gap * np.arange(n)[::-1])
+
+
 def rating_distribution(test_cases: pd.DataFrame, agents: pd.DataFrame, *, title: str = "") -> Figure:
-    """Test-case rating histogram and percentile curve, with each agent's share of test cases beaten."""
-    fig = Figure(figsize=(10, 5.2), layout="constrained")
+    """Test-case rating histogram and percentile curve, with each agent's share of test cases beaten.
+
+    Every labelled agent's label stands above the histogram, spread sideways so that no two overlap,
+    and a thin leader joins it to the agent's line (agents that cluster get a fan of labels).
+    """
+    fig = Figure(figsize=(10, 5.6), layout="constrained")
     ax = fig.add_subplot()
     ratings = np.sort(test_cases["mu"].to_numpy())
     agent_mu = agents["mu"].to_numpy()
@@ -75,29 +117,36 @@ def rating_distribution(test_cases: pd.DataFrame, agents: pd.DataFrame, *, title
     hi = max(ratings.max(), agent_mu.max())
     ax.set_xlim(lo - 0.03 * (hi - lo + 1), hi + 0.03 * (hi - lo + 1))
     top = ax.get_ylim()[1]
+    chosen = labelled_agents(agent_mu)
+    shown = f"{len(agent_mu)} agents" + (
+        f" ({len(chosen)} labelled: the best and a spread of the rest)" if len(chosen) < len(agent_mu) else ""
+    )
     if len(agent_mu) <= 200:
-        ax.vlines(agent_mu, 0, top * 0.78, color="#c60", linewidth=0.8, alpha=0.7, label=f"{len(agent_mu)} agents")
+        ax.vlines(agent_mu, 0, top * 0.8, color="#c60", linewidth=0.8, alpha=0.7, label=shown)
     else:
         counts, edges = np.histogram(agent_mu, bins=60)
-        ax.stairs(
-            counts * (0.78 * top / counts.max()), edges, color="#c60", label=f"{len(agent_mu):,} agents (histogram, rescaled)"
-        )
+        ax.stairs(counts * (0.8 * top / counts.max()), edges, color="#c60", label=shown + " (histogram, rescaled)")
     names = agents["agent_id"].astype(str).to_numpy()
-    span = ax.get_xlim()[1] - ax.get_xlim()[0]
-    for i in spaced_labels(agent_mu, min_gap=span / 40):
+    x_lo, x_hi = ax.get_xlim()
+    gap = (x_hi - x_lo) * 0.0135  # about 11 pixels of the axes: one line of 7-point text
+    chosen = chosen[np.argsort(agent_mu[chosen], kind="stable")]
+    label_x = dodged(agent_mu[chosen], gap, x_lo + gap / 2, x_hi - gap / 2)
+    for i, x in zip(chosen, label_x, strict=True):
         pct = share_beaten(agent_mu[i], ratings)
+        ax.plot([agent_mu[i], agent_mu[i], x], [top * 0.8, top * 0.84, top * 0.92], color="#c60", linewidth=0.5, alpha=0.8)
         ax.annotate(
-            f"{names[i][:28]} {pct:.1f}%",
-            xy=(agent_mu[i], top * 0.78),
+            f"{_short(names[i], 22)} {pct:.1f}%",
+            xy=(x, top * 0.93),
             rotation=90,
             va="bottom",
             ha="center",
             fontsize=7,
             color="#a40",
+            bbox=dict(boxstyle="square,pad=0.05", facecolor="white", edgecolor="none", alpha=0.75),
         )
-    ax.set_ylim(0, top * 1.45)  # room above the histogram for the labels
-    ax.legend(fontsize=8, loc="upper left")
-    ax.set_title(title or "Test-case difficulty and agent competency")
+    ax.set_ylim(0, top * 1.7)  # room above the histogram for the labels
+    ax.legend(fontsize=8, loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=2, frameon=False)  # above the axes, clear of labels
+    ax.set_title(title or "Test-case difficulty and agent competency", pad=20)  # the legend sits between axes and title
     return fig
 
 

@@ -3,6 +3,7 @@ headless Chromium (Debian's, driven by Playwright) opened from file:// with the 
 
 import base64
 import hashlib
+import itertools
 import json
 import os
 import re
@@ -307,3 +308,48 @@ def test_slices_masses_reliability_and_calibration_are_shown(explorer, benchmark
     assert "<logic & reasoning>" in masses
     assert dots == (benchmark["calibration"]["agent_id"] == "agent_05").sum()
     assert lines == 2
+
+
+# -- the static figures beside it ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n_agents", [17, 300])
+def test_rating_distribution_labels_never_overlap_and_stay_in_the_figure(n_agents):
+    """Agents that cluster get a fan of labels: every label drawn, none overlapping another, all inside the figure."""
+    from agielo_dagster.domain import figures
+
+    rng = np.random.default_rng(n_agents)
+    test_cases = pd.DataFrame({"test_case_id": [f"t{i}" for i in range(2000)], "mu": rng.normal(1500, 300, 2000)})
+    mu = np.r_[rng.normal(1500, 10, n_agents - 5), [1200, 1900, 1905, 1910, 1700]]  # a tight cluster, a close trio
+    agents = pd.DataFrame({"agent_id": [f"a_rather_long_agent_name_{j}" for j in range(n_agents)], "mu": mu})
+    fig = figures.rating_distribution(test_cases, agents)
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()  # lays the figure out, as to_png does
+    renderer = canvas.get_renderer()
+    ax = fig.axes[0]
+    labels = [t for t in ax.texts if t.get_text().endswith("%")]
+    assert len(labels) == min(n_agents, figures.MAX_LABELS)
+    boxes = [t.get_window_extent(renderer) for t in labels]
+    for i, j in itertools.combinations(range(len(boxes)), 2):
+        assert not boxes[i].overlaps(boxes[j]), (labels[i].get_text(), labels[j].get_text())
+    figure_box = fig.bbox
+    for box in boxes:
+        assert figure_box.x0 <= box.x0 and box.x1 <= figure_box.x1 and figure_box.y0 <= box.y0 and box.y1 <= figure_box.y1
+    legend = ax.get_legend().get_window_extent(renderer)
+    assert not any(legend.overlaps(b) for b in boxes)
+    assert fig.get_size_inches().tolist() == [10, 5.6]  # the same size whatever the number of agents
+    if n_agents > figures.MAX_LABELS:  # the best agents are labelled first
+        best = agents.nlargest(20, "mu")["agent_id"].str.slice(0, 21)
+        assert all(any(t.get_text().startswith(name) for t in labels) for name in best)
+
+
+def test_dodged_labels_keep_order_gap_and_bounds():
+    from agielo_dagster.domain.figures import dodged
+
+    x = np.array([0.0, 0.1, 0.2, 5.0, 9.9, 10.0])
+    out = dodged(x, 1.0, 0.0, 10.0)
+    assert np.all(np.diff(out) >= 1.0 - 1e-12) and out[0] >= 0.0 and out[-1] <= 10.0
+    assert out[3] == pytest.approx(5.0)  # a label with room stays on its agent
+    assert dodged(np.array([3.0]), 1.0).tolist() == [3.0]
