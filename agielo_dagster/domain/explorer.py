@@ -43,6 +43,7 @@ MAX_CALIBRATION_AGENTS = 100
 HISTOGRAM_BINS = 60
 TOP_TAG_VALUES = 12
 MAX_TEXT = 300  # characters of an id or a tag value embedded
+MAX_METADATA_COLUMNS = 20  # meta.* columns of the test-case table shown on hover
 
 AGENT_COLUMNS = ("agent_id", "mu", "mu_lo", "mu_hi", "sigma", "rank", "rank_lo", "rank_hi", "matches", "mean_metric")
 GAP_COLUMNS = ("gap_50", "gap_90", "gap_99", "pct_beaten_50", "pct_beaten_91", "expected_metric_on_hardest")
@@ -201,13 +202,15 @@ def explorer_data(benchmark: str, agents: Any, test_cases: Any, **options: Any) 
     counts, edges = np.histogram(finite, bins=HISTOGRAM_BINS) if len(finite) else (np.zeros(0), np.zeros(1))
     ids = test_cases["test_case_id"].astype(str)
     shown = test_cases.iloc[drawn]
+    metadata = [str(c) for c in test_cases.columns if str(c).startswith("meta.")][:MAX_METADATA_COLUMNS]
     data = {
         "benchmark": _text(benchmark),
         "description": _text(description),
         "agents": _agents_data(agents, _frame(gaps), np.sort(finite)),
         "testCases": {
             "total": int(len(test_cases)),
-            "drawn": _columns(shown.assign(test_case_id=ids.iloc[drawn].to_numpy()), TEST_CASE_COLUMNS),
+            "drawn": _columns(shown.assign(test_case_id=ids.iloc[drawn].to_numpy()), (*TEST_CASE_COLUMNS, *metadata)),
+            "metadata": list(metadata),
             "histogram": {"edges": [_clean(v) for v in edges.tolist()], "counts": [int(v) for v in counts.tolist()]},
         },
         "tags": _tags_data(_frame(tags), ids, drawn),
@@ -251,7 +254,8 @@ def render_explorer(
         ``agent_id, mu`` and any of ``mu_lo, mu_hi, sigma, rank, rank_lo, rank_hi, matches,
         mean_metric``; a boolean ``provisional`` column marks provisional agents (shown apart).
     test_cases : DataFrame or pyarrow.Table
-        ``test_case_id, mu`` and any of ``sigma, matches, mean_metric``.
+        ``test_case_id, mu`` and any of ``sigma, matches, mean_metric``; ``meta.<name>`` columns (the
+        uploads' metadata) are shown on hover with the tags.
     tags : table, optional
         ``test_case_id`` plus tag columns (text or lists of text): shown when a test case is hovered.
     slices : table, optional
@@ -577,6 +581,7 @@ Table(document.getElementById("leaderboard-table"), {
       var pairs = [["rating", fmt(t.mu, 1) + (t.sigma !== undefined && t.sigma !== null ? " ± " + fmt(t.sigma, 1) : "")]];
       if (t.matches !== undefined) { pairs.push(["matches", fmt(t.matches, 0)]); }
       if (t.mean_metric !== undefined) { pairs.push(["mean metric", fmt(t.mean_metric, 3)]); }
+      DATA.testCases.metadata.forEach(function (m) { if (t[m] !== null && t[m] !== undefined) { pairs.push([m, fmt(t[m], 3)]); } });
       tags.names.forEach(function (n) {
         var v = tags.values[n][t._i];
         if (v !== null && v !== undefined) { pairs.push([n, Array.isArray(v) ? v.join("; ") : String(v)]); }

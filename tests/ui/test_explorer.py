@@ -74,7 +74,8 @@ def render(b, **extra):
         calibration=b["calibration"],
         gaps=b["gaps"],
     )
-    return render_explorer('quiz <&> "bench"', b["agents"], r.test_cases, **{**options, **extra})
+    test_cases = r.test_cases.assign(**{"meta.source": "src-" + r.test_cases["test_case_id"]})  # upload metadata
+    return render_explorer('quiz <&> "bench"', b["agents"], test_cases, **{**options, **extra})
 
 
 def embedded(page: str) -> dict:
@@ -280,6 +281,7 @@ def test_hovering_a_test_case_shows_its_tags(explorer, benchmark):
     title, text = run(hover)
     assert tc_id in EVIL_IDS and title == tc_id  # the hostile id, as text
     assert f"subject\n{tags['subject']}" in text and "; ".join(tags["abilities"]) in text
+    assert f"meta.source\nsrc-{tc_id}" in text
     assert f"{test_cases['mu'].iloc[hardest]:.1f}" in text
     run(lambda: page.mouse.move(5, 5))
     assert run(lambda: page.locator("#tooltip").is_hidden())
