@@ -1,7 +1,8 @@
 """``agielo``: the pipeline without the daemon, for CI jobs and notebooks.
 
-    agielo run  [--storage URI] [--strict] [--create] [--instance DIR]   bring every stale benchmark up to date
-    agielo demo [--storage URI] [--instance DIR]                         write the embedded demo data, then run
+    agielo run   [--storage URI] [--strict] [--create] [--instance DIR]   bring every stale benchmark up to date
+    agielo demo  [--storage URI] [--instance DIR]                         write the embedded demo data, then run
+    agielo query "subject == 'math' and rating > 1800" [--storage URI]    rank agents on the test cases a query selects
 
 Runs go through Dagster on the same instance as the UI: ``--instance``, else ``DAGSTER_HOME``, else
 ``./.dagster_home``. The same assets, checks and storage as ``dagster dev``; the same question decides
@@ -195,7 +196,14 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--create", action="store_true", help="create the storage root (folder or bucket) if it does not exist")
         p.add_argument("--verbose", action="store_true", help="show Dagster's run logs")
         p.add_argument("--debug", action="store_true", help="show tracebacks")
+    q = sub.add_parser("query", help="select test cases across benchmarks by tags and rating; rank the agents on them")
+    q.add_argument("text", help="the query, e.g. \"subject == 'math' and rating > 1800\" (README: Queries)")
+    q.add_argument("--storage", default=None, help="a folder or s3://bucket/prefix (default: AGIELO_STORAGE or ./agielo_data)")
+    q.add_argument("--top", type=int, default=20, help="agents shown")
+    q.add_argument("--debug", action="store_true", help="show tracebacks")
     args = parser.parse_args(argv)
+    if args.command == "query":
+        return run_query(args)
     try:
         storage = ObjectStorage(root=args.storage or default_root())
         store = storage.store
@@ -222,6 +230,40 @@ def main(argv: list[str] | None = None) -> int:
     if summary.failed_runs:
         return 1
     return 2 if args.strict and problems else 0
+
+
+def run_query(args) -> int:
+    """`agielo query`: the selected test cases across benchmarks and the agents ranked on them."""
+    from .domain.capability_query import query_warehouse
+    from .domain.query import QueryError
+
+    try:
+        store = ObjectStorage(root=args.storage or default_root()).store
+        store.check_root()
+        result = query_warehouse(store, args.text)
+    except QueryError as exc:
+        print(f"agielo: error: {exc}", file=sys.stderr)
+        return 1
+    except StorageError as exc:
+        if args.debug:
+            traceback.print_exc()
+        print(f"agielo: error: {exc}", file=sys.stderr)
+        return 1
+    chosen = result.test_cases
+    print(f"query: {result.query}")
+    counts = chosen.groupby("benchmark").size() if len(chosen) else {}
+    print(f"selected {len(chosen)} test case(s)" + "".join(f"; {b}: {n}" for b, n in dict(counts).items()))
+    if result.ranking.empty:
+        print("no ranking: fewer than two agents measured on the selected test cases")
+        return 0
+    shown = result.ranking.head(args.top)
+    print(f"{'rank':>9}  {'agent':<40} {'rating':>7}  {'interval':>15}  test cases")
+    for row in shown.itertuples():
+        ranks = f"{row.rank}" if row.rank == row.rank_hi else f"{row.rank}-{row.rank_hi}"
+        print(
+            f"{ranks:>9}  {str(row.agent_id)[:40]:<40} {row.rating:7.0f}  [{row.rating_lo:6.0f}, {row.rating_hi:6.0f}]  {row.test_cases}"
+        )
+    return 0
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ import warnings
 
 import dagster as dg
 
+from .assets.capabilities import capabilities
 from .assets.estimators import estimator_comparison, rating_uncertainty, reliability_heldout
 from .assets.incoming import harness_logs_readable, harness_uploads
 from .assets.judgments import difficulty_judgments
@@ -24,6 +25,7 @@ ASSETS = [
     match_tables,
     ratings,
     competency_gap_tables,
+    capabilities,
     benchmark_reports,
     quarantine_report,
     estimator_comparison,

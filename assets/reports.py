@@ -13,7 +13,7 @@ import pandas as pd
 import pyarrow as pa
 from agielo_dagster.resources.storage import ObjectStorage
 
-from agielo_dagster.domain.layout import figure_path, report_path
+from agielo_dagster.domain.layout import explorer_path, figure_path, report_path
 from agielo_dagster.domain.ledger import read_ledger
 from agielo_dagster.domain.lineage import CODE_VERSION
 from agielo_dagster.domain.matches import test_case_metadata
@@ -35,6 +35,9 @@ HARDEST_SHOWN = 10
         "competency_gap_tables": dg.AssetIn(),
         "input_manifests": dg.AssetIn(),
         "match_tables": dg.AssetIn(metadata={"columns": ENGINE_COLUMNS}),
+        "test_case_tags": dg.AssetIn(),
+        "slice_ratings": dg.AssetIn(),
+        "ability_masses": dg.AssetIn(),
     },
     io_manager_key="warehouse_io_manager",
     group_name="reports",
@@ -55,9 +58,13 @@ def benchmark_reports(
     competency_gap_tables: pa.Table,
     input_manifests: pa.Table,
     match_tables: pa.Table,
+    test_case_tags: pa.Table,
+    slice_ratings: pa.Table,
+    ability_masses: pa.Table,
 ) -> dg.Output:
     # matplotlib is imported here, where it is used, so that loading the code location stays fast
     from agielo_dagster.domain import figures as figs
+    from agielo_dagster.domain.explorer import render_explorer
     from agielo_dagster.domain.report import png_data_uri, render_report
     from agielo_dagster.rating import binned_calibration
 
@@ -72,13 +79,12 @@ def benchmark_reports(
         hardest = hardest.rename(columns={"mu": "rating"}).astype({"test_case_id": str})
         if ledger is not None:
             hardest = hardest.merge(test_case_metadata(store, ledger, list(hardest["test_case_id"])), on="test_case_id")
+        calibration = binned_calibration(match_tables, test_case_ratings, agent_ratings).to_pandas()
         drawn = {
             "rating_distribution": figs.rating_distribution(test_cases, agents, title=f"{benchmark}: difficulty and competency"),
             "reliability_curves": figs.reliability_curves(reliability, title=f"{benchmark}: reliability"),
             "agent_trajectories": figs.agent_trajectories(rating_snapshots.to_pandas(), title=f"{benchmark}: agent ratings"),
-            "calibration": figs.calibration(
-                binned_calibration(match_tables.to_pandas(), test_cases, agents), title=f"{benchmark}: calibration"
-            ),
+            "calibration": figs.calibration(calibration, title=f"{benchmark}: calibration"),
             "competency_gap": figs.competency_gap(gaps, title=f"{benchmark}: competency gap"),
         }
         pngs = {name: figs.to_png(fig) for name, fig in drawn.items()}
@@ -96,12 +102,26 @@ def benchmark_reports(
             ledger.description if ledger else "",
         ).encode()
         store.write_bytes(report_path(benchmark), html)
+        explorer = render_explorer(
+            benchmark,
+            agents,
+            test_case_ratings,
+            tags=test_case_tags if test_case_tags.num_columns > 1 else None,
+            slices=slice_ratings if slice_ratings.num_rows else None,
+            masses=ability_masses if ability_masses.num_rows else None,
+            reliability=reliability,
+            calibration=calibration,
+            gaps=gaps,
+            description=ledger.description if ledger else "",
+        ).encode()
+        store.write_bytes(explorer_path(benchmark), explorer)
     artifacts = pd.DataFrame(
         [
             {"artifact": name, "path": path, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
             for name, path, data in [
                 *((n, figure_path(benchmark, n), p) for n, p in pngs.items()),
                 ("report", report_path(benchmark), html),
+                ("explorer", explorer_path(benchmark), explorer),
             ]
         ]
     )
@@ -111,6 +131,7 @@ def benchmark_reports(
             "inputs_digest": digest,
             "code_version": CODE_VERSION,
             "report": dg.MetadataValue.path(store.uri(report_path(benchmark))),
+            "explorer": dg.MetadataValue.path(store.uri(explorer_path(benchmark))),
             "hardest_test_cases": frame_table(hardest, list(hardest.columns), limit=HARDEST_SHOWN),
             **{f"figure_{name}": dg.MetadataValue.md(f"![{name}]({png_data_uri(png)})") for name, png in pngs.items()},
         },

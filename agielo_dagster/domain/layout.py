@@ -18,13 +18,21 @@ from .contract import IngestError, check_name
 __all__ = ["LOG_SUFFIXES", "RawPath", "classify_raw_path"]
 
 LOG_SUFFIXES = (".csv", ".parquet", ".jsonl")
+TAG_FILE_STEM = "test_cases"  # raw/<benchmark>/test_cases.<csv|parquet|jsonl>: tags of the test cases, not an upload
+TAG_FILE_NAMES = tuple(f"{TAG_FILE_STEM}{suffix}" for suffix in LOG_SUFFIXES)
+
+
+def is_tag_file(file_name: str) -> bool:
+    """Whether a file name under ``raw/<benchmark>/`` is the benchmark's tag file (case-insensitive suffix)."""
+    stem, dot, suffix = file_name.rpartition(".")
+    return bool(dot) and stem == TAG_FILE_STEM and f"{stem}.{suffix.lower()}" in TAG_FILE_NAMES
 
 
 @dataclass(frozen=True)
 class RawPath:
     """What a file under ``raw/`` is: an upload of an agent, or a benchmark's ``benchmark.yaml``."""
 
-    kind: str  # "upload" | "spec"
+    kind: str  # "upload" | "spec" | "tags"
     benchmark: str
     agent: str = ""
 
@@ -47,6 +55,8 @@ def classify_raw_path(path: str) -> RawPath | None:
     benchmark = check_name(parts[1], "benchmark", path)
     if parts[2] == "benchmark.yaml":
         return RawPath("spec", benchmark)
+    if is_tag_file(parts[2]):
+        return RawPath("tags", benchmark)
     stem, dot, suffix = parts[2].rpartition(".")
     if not dot or f".{suffix.lower()}" not in LOG_SUFFIXES:
         raise IngestError(
@@ -103,6 +113,11 @@ def classify_input_path(path: str) -> RawPath | None:
     return classify_raw_path(path)
 
 
+def tags_path(benchmark: str) -> str:
+    """The benchmark's tag file, validated and normalized (``test_case_id`` + tag columns)."""
+    return f"warehouse/tag_files/{benchmark}.parquet"
+
+
 def accepted_path(benchmark: str, agent: str) -> str:
     """An accepted upload, normalized: test_case_id, metric, score, meta.*."""
     return f"warehouse/accepted/{benchmark}/{agent}.parquet"
@@ -126,6 +141,11 @@ def figures_folder(benchmark: str) -> str:
 
 
 INCOMING_LEDGER = "warehouse/incoming_ledger.parquet"  # one row per drop of harness logs under incoming/
+
+
+def explorer_path(benchmark: str) -> str:
+    """The interactive, self-contained HTML page of a benchmark."""
+    return f"warehouse/explorer/{benchmark}.html"
 
 
 def report_path(benchmark: str) -> str:

@@ -40,6 +40,7 @@ from .layout import (
     ledger_path,
     raw_folder,
     spec_path,
+    tags_path,
 )
 from .lineage import INGEST_VERSION, inputs_digest
 from .store import StorageError, Store, StoredFile, parquet_bytes
@@ -52,6 +53,7 @@ RACY_SECONDS = 0.1
 LEDGER_SCHEMA = pa.schema(
     [
         ("path", pa.string()),
+        ("kind", pa.string()),  # upload | tags (the benchmark's test_cases.* file) | other
         ("agent", pa.string()),
         ("status", pa.string()),  # accepted | rejected | refused
         ("version", pa.string()),
@@ -89,15 +91,23 @@ class Ledger:
 
     @property
     def accepted(self) -> list[dict]:
-        return [r for r in self.rows if r["status"] == "accepted"]
+        """The accepted uploads (the tag file, an input too, is :attr:`tag_file`)."""
+        return [r for r in self.rows if r["status"] == "accepted" and r["kind"] == "upload"]
+
+    @property
+    def tag_file(self) -> dict | None:
+        """The accepted tag file's row, if the benchmark has one."""
+        return next((r for r in self.rows if r["status"] == "accepted" and r["kind"] == "tags"), None)
 
     @property
     def problems(self) -> list[dict]:
+        """Rejected uploads and tag files, and refused files."""
         return [r for r in self.rows if r["status"] != "accepted"]
 
     def inputs_digest(self, code_version: str) -> str:
         """The digest every output of this benchmark records: accepted inputs, benchmark.yaml and code."""
-        return inputs_digest(((r["path"], r["version"]) for r in self.accepted), f"spec={self.spec_version}", code_version)
+        inputs = [*self.accepted, *([self.tag_file] if self.tag_file else [])]
+        return inputs_digest(((r["path"], r["version"]) for r in inputs), f"spec={self.spec_version}", code_version)
 
     @property
     def rows_digest(self) -> str:
@@ -159,6 +169,7 @@ def read_accepted(store: Store, benchmark: str, agent: str, columns: list[str] |
 def _row(file: StoredFile, status: str, *, agent: str = "", error: IngestError | None = None, rows: int = 0, **extra) -> dict:
     row = {
         "path": file.path,
+        "kind": "upload" if agent else "other",
         "agent": agent,
         "status": status,
         "version": file.version,
@@ -311,6 +322,10 @@ def refresh_ledger(
             continue
         if raw is not None and raw.kind == "upload":
             uploads.append((f, raw.agent))
+        elif raw is not None and raw.kind == "tags":
+            rows[f.path] = _tag_file(store, benchmark, f, previous.get(f.path), learned)
+    if not any(r["kind"] == "tags" and r["status"] == "accepted" for r in rows.values()):
+        store.remove(tags_path(benchmark))
 
     per_agent = Counter(agent for _, agent in uploads)
     to_check: list[tuple[StoredFile, str]] = []
@@ -361,6 +376,42 @@ def refresh_ledger(
     if written:
         store.write_bytes(ledger_path(benchmark), ledger.to_parquet())
     return LedgerUpdate(ledger, changed, validated, written)
+
+
+def _tag_file(store: Store, benchmark: str, f: StoredFile, before: dict | None, learned: dict[str, str]) -> dict:
+    """The ledger row of the benchmark's tag file, read and validated only when it changed."""
+    from .tags import read_tags  # the tag reader builds on the upload readers
+
+    if f.size > store.max_upload_bytes:
+        error = IngestError(f.path, "log_size", f"file is {f.size:,} bytes; the limit is {store.max_upload_bytes:,}")
+        return {**_row(_known(store, f), "rejected", error=error), "kind": "tags"}
+    if (
+        before is not None
+        and f.version
+        and (before["version"], before["ingest_version"]) == (f.version, INGEST_VERSION)
+        and (before["status"] != "accepted" or store.exists(tags_path(benchmark)))
+    ):
+        return dict(before)
+    data, version = store.read_versioned(f.path, limit=store.max_upload_bytes)
+    learned[f.path] = version
+    f = StoredFile(f.path, len(data), f.fingerprint, version, f.symlink)
+    if before is not None and (before["version"], before["ingest_version"]) == (version, INGEST_VERSION):
+        if before["status"] != "accepted" or store.exists(tags_path(benchmark)):
+            return dict(before)
+    try:
+        tags = read_tags(data, f.path, max_bytes=store.max_upload_bytes)
+    except IngestError as err:
+        return {**_row(f, "rejected", error=err), "kind": "tags"}
+    store.write_bytes(tags_path(benchmark), parquet_bytes(tags))
+    return {**_row(f, "accepted", rows=tags.num_rows), "kind": "tags"}
+
+
+def read_tag_file(store: Store, benchmark: str) -> pa.Table | None:
+    """The benchmark's validated tag file, or None."""
+    try:
+        return store.read_table(tags_path(benchmark)) if store.exists(tags_path(benchmark)) else None
+    except (OSError, ValueError):
+        return None
 
 
 def _reusable(before: dict | None, version: str, spec_version: str, have_accepted_file: set[str]) -> dict | None:

@@ -23,11 +23,13 @@ from .layout import (
     INCOMING_LEDGER,
     accepted_folder,
     derived_spec_path,
+    explorer_path,
     figures_folder,
     fingerprint_path,
     ledger_path,
     report_path,
     spec_path,
+    tags_path,
     warehouse_path,
 )
 from .ledger import Ledger, input_files, read_ledger, spec_file_of
@@ -56,6 +58,9 @@ BENCHMARK_OUTPUTS = (
     "agent_ratings",
     "reliability_reports",
     "competency_gap_tables",
+    "test_case_tags",
+    "slice_ratings",
+    "ability_masses",
     "benchmark_reports",
 )
 FINAL_OUTPUT = BENCHMARK_OUTPUTS[-1]
@@ -170,6 +175,8 @@ def _ingest_reason(store: Store, benchmark: str, ledger: Ledger | None, raw_pres
     present = set(store.list_dir(accepted_folder(benchmark)))
     if any(f"{r['agent']}.parquet" not in present for r in ledger.accepted):
         return "an accepted upload's normalized copy is missing"
+    if ledger.tag_file and not store.exists(tags_path(benchmark)):
+        return "the validated tag file is missing"
     return ""
 
 
@@ -219,7 +226,7 @@ def withdraw(store: Store, benchmark: str, *, everything: bool = False) -> list[
     """
     paths = [warehouse_path(a, benchmark) for a in (*reversed(BENCHMARK_OUTPUTS), *NIGHTLY_OUTPUTS)]
     paths += [f"{figures_folder(benchmark)}/{n}" for n in store.list_dir(figures_folder(benchmark))]
-    paths.append(report_path(benchmark))
+    paths += [report_path(benchmark), explorer_path(benchmark)]
     if everything:
         paths += [f"{accepted_folder(benchmark)}/{n}" for n in store.list_dir(accepted_folder(benchmark))]
         paths += [fingerprint_path(benchmark), ledger_path(benchmark)]

@@ -52,6 +52,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .contract import MAX_LOG_BYTES, IngestError
+from .layout import TAG_FILE_NAMES, TAG_FILE_STEM, is_tag_file  # noqa: F401 - part of this module's interface
 from .readers import (
     _PADDED_RE,
     ID_COLUMN,
@@ -81,8 +82,6 @@ __all__ = [
     "tags_from_metadata",
 ]
 
-TAG_FILE_STEM = "test_cases"
-TAG_FILE_NAMES = tuple(f"{TAG_FILE_STEM}{suffix}" for suffix in (".csv", ".parquet", ".jsonl"))
 LIST_SEPARATOR = ";"
 MAX_TAG_VALUE_CHARS = 200
 MAX_TAG_ITEMS = 64
@@ -97,12 +96,6 @@ class _Bad(Exception):
     def __init__(self, row0: int, rule: str, detail: str):
         super().__init__(detail)
         self.row0, self.rule, self.detail = row0, rule, detail
-
-
-def is_tag_file(file_name: str) -> bool:
-    """Whether a file name under ``raw/<benchmark>/`` is the benchmark's tag file (case-insensitive suffix)."""
-    stem, dot, suffix = file_name.rpartition(".")
-    return bool(dot) and stem == TAG_FILE_STEM and f"{stem}.{suffix.lower()}" in TAG_FILE_NAMES
 
 
 def tag_name_problem(name: str) -> tuple[str, str] | None:

@@ -1,0 +1,67 @@
+"""A capability query across benchmarks: select test cases by their tags and ratings, rank agents on them.
+
+The warehouse holds, per benchmark, the test-case ratings and tags; a query (the small language of
+:mod:`agielo_dagster.domain.query`, no eval) selects test cases across benchmarks, and the agents
+are ranked on exactly those by Plackett-Luce with bootstrap intervals (ONEBench's capability
+query). Fields: every tag, plus ``rating`` (the test case's difficulty), ``benchmark`` and
+``test_case_id``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from .layout import warehouse_path
+from .query import parse_query, select
+from .store import Store
+
+__all__ = ["CapabilityQuery", "query_warehouse", "test_case_frame"]
+
+
+@dataclass(frozen=True)
+class CapabilityQuery:
+    query: str
+    test_cases: pd.DataFrame  # benchmark, test_case_id, rating and tags of the selected test cases
+    ranking: pd.DataFrame  # query_ranking's table (empty when fewer than two agents share a test case)
+
+
+def test_case_frame(store: Store) -> pd.DataFrame:
+    """One row per rated test case of every benchmark: benchmark, test_case_id, rating, and its tags."""
+    frames = []
+    for name in store.list_dir("warehouse/test_case_ratings"):
+        benchmark = name.removesuffix(".parquet")
+        ratings = store.read_table(warehouse_path("test_case_ratings", benchmark), columns=["test_case_id", "mu"]).to_pandas()
+        frame = ratings.rename(columns={"mu": "rating"}).astype({"test_case_id": str})
+        tags_file = warehouse_path("test_case_tags", benchmark)
+        if store.exists(tags_file):
+            tags = store.read_table(tags_file).to_pandas().astype({"test_case_id": str})
+            if tags.shape[1] > 1:
+                frame = frame.merge(tags, on="test_case_id", how="left")
+        frames.append(frame.assign(benchmark=benchmark))
+    if not frames:
+        return pd.DataFrame({"benchmark": [], "test_case_id": [], "rating": []})
+    return pd.concat(frames, ignore_index=True)
+
+
+def query_warehouse(store: Store, text: str, *, resamples: int = 200, seed: int = 0) -> CapabilityQuery:
+    """Select test cases across benchmarks with ``text`` and rank the agents on them (raises QueryError)."""
+    from ..rating import query_ranking
+
+    query = parse_query(text)
+    frame = test_case_frame(store)
+    chosen = frame[select(query, frame)] if len(frame) else frame
+    matches = []
+    for benchmark, group in chosen.groupby("benchmark", sort=True):
+        table = store.read_table(
+            warehouse_path("match_tables", benchmark), columns=["test_case_id", "agent_id", "metric", "score"]
+        ).to_pandas()
+        table = table.astype({"test_case_id": str, "agent_id": str})
+        matches.append(table[table["test_case_id"].isin(set(group["test_case_id"]))].assign(benchmark=benchmark))
+    selected = pd.concat(matches, ignore_index=True) if matches else pd.DataFrame()
+    if selected.empty or selected["agent_id"].nunique() < 2:
+        ranking = pd.DataFrame()
+    else:
+        ranking = query_ranking(selected, resamples=resamples, seed=seed)
+    return CapabilityQuery(str(query), chosen.reset_index(drop=True), ranking)

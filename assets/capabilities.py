@@ -1,0 +1,113 @@
+"""Capabilities of a benchmark: its test cases' tags, every agent's rating per slice, and ability masses.
+
+Tags come from ``raw/<benchmark>/test_cases.<csv|parquet|jsonl>`` (validated, in the ledger) and
+from the uploads' metadata columns that give each test case one value (read from at most 50
+uploads, so the cost does not grow with the number of agents); the tag file wins column by column.
+Benchmarks without tags get empty tables.
+"""
+
+import dagster as dg
+import pandas as pd
+import pyarrow as pa
+from agielo_dagster.resources.storage import ObjectStorage
+
+from agielo_dagster.domain.layout import accepted_path
+from agielo_dagster.domain.ledger import read_ledger, read_tag_file
+from agielo_dagster.domain.lineage import CODE_VERSION
+
+from .common import benchmark_output, digest_of, frame_table, retried_on_storage_errors
+from .partitions import benchmark_partitions
+from .ratings import ENGINE_COLUMNS
+
+METADATA_UPLOADS = 50
+ABILITIES_TAG = "abilities"
+SLICE_COLUMNS = ["tag", "value", "agent_id", "mu", "mu_lo", "mu_hi", "delta", "test_cases"]
+
+
+def benchmark_tags(storage: ObjectStorage, benchmark: str) -> pa.Table | None:
+    """The test cases' tags: the tag file merged over the uploads' metadata (None when there are none)."""
+    from agielo_dagster.domain.tags import merge_tags, tags_from_metadata
+
+    store = storage.store
+    ledger = read_ledger(store, benchmark)
+    metadata = []
+    for row in sorted(ledger.accepted, key=lambda r: r["agent"])[:METADATA_UPLOADS] if ledger else []:
+        path = accepted_path(benchmark, row["agent"])
+        names = [n for n in store.read_schema(path).names if n.startswith("meta.")]
+        if names:
+            metadata.append(store.read_table(path, columns=["test_case_id", *names]))
+    from_metadata = tags_from_metadata(metadata) if metadata else None
+    if from_metadata is not None and from_metadata.num_columns < 2:
+        from_metadata = None
+    return merge_tags(read_tag_file(store, benchmark), from_metadata)
+
+
+@dg.multi_asset(
+    outs={
+        "test_case_tags": benchmark_output(
+            "The test cases' tags: test_case_id plus one column per tag (text, or lists for multi-valued tags such as "
+            "abilities), from raw/<benchmark>/test_cases.* and the uploads' metadata.",
+            group="capabilities",
+        ),
+        "slice_ratings": benchmark_output(
+            "Every agent's rating on every slice (tag value with at least 20 test cases) against the frozen test-case "
+            "ratings, with a 90% interval, delta to its overall rating, and the slice's difficulty profile.",
+            group="capabilities",
+        ),
+        "ability_masses": benchmark_output(
+            "TADDL-V ability masses fitted to the test-case ratings, when the test cases carry an 'abilities' tag: "
+            "ability, mass, items; the fit's loss and alignment rate in the metadata.",
+            group="capabilities",
+        ),
+    },
+    partitions_def=benchmark_partitions,
+    ins={
+        "match_tables": dg.AssetIn(metadata={"columns": ENGINE_COLUMNS}),
+        "test_case_ratings": dg.AssetIn(),
+    },
+)
+def capabilities(context: dg.AssetExecutionContext, storage: ObjectStorage, match_tables: pa.Table, test_case_ratings: pa.Table):
+    from agielo_dagster.domain.tags import abilities_of
+    from agielo_dagster.rating import ability_masses, slice_ratings
+
+    benchmark = context.partition_key
+    digest = digest_of(test_case_ratings)
+    with retried_on_storage_errors(context):
+        tags = benchmark_tags(storage, benchmark)
+    common = {"inputs_digest": digest, "code_version": CODE_VERSION}
+    if tags is None:
+        tags = pa.table({"test_case_id": pa.array([], pa.string())})
+    yield dg.Output(tags, "test_case_tags", metadata=common | {"tags": ", ".join(tags.column_names[1:]) or "none"})
+
+    slices = pd.DataFrame(columns=SLICE_COLUMNS)
+    if tags.num_columns > 1 and tags.num_rows:
+        slices = slice_ratings(match_tables, test_case_ratings, tags)
+        slices = slices.to_pandas() if isinstance(slices, pa.Table) else slices
+    strongest = slices.reindex(slices["delta"].abs().sort_values(ascending=False).index) if len(slices) else slices
+    yield dg.Output(
+        slices,
+        "slice_ratings",
+        metadata=common
+        | {
+            "slices": int(slices[["tag", "value"]].drop_duplicates().shape[0]) if len(slices) else 0,
+            "largest_differences": frame_table(strongest, SLICE_COLUMNS, limit=20) if len(slices) else "no slices",
+        },
+    )
+
+    masses = pd.DataFrame({"ability": pd.Series(dtype=str), "mass": pd.Series(dtype=float), "items": pd.Series(dtype=int)})
+    fit_metadata: dict = {"fitted": False}
+    if ABILITIES_TAG in tags.column_names and tags.num_rows:
+        difficulties = test_case_ratings.select(["test_case_id", "mu"]).to_pandas()
+        difficulties = difficulties.rename(columns={"test_case_id": "item_id", "mu": "difficulty"})
+        long = abilities_of(tags, ABILITIES_TAG)
+        if len(long):
+            fit = ability_masses(difficulties, long, max_order=2)
+            masses = fit.masses.to_pandas() if isinstance(fit.masses, pa.Table) else fit.masses
+            fit_metadata = {
+                "fitted": True,
+                "loss": round(float(fit.loss), 5),
+                "rmse": round(float(fit.rmse), 2),
+                "alignment": round(float(fit.alignment), 4),
+                "masses": frame_table(masses, list(masses.columns), limit=30, digits=4),
+            }
+    yield dg.Output(masses, "ability_masses", metadata=common | fit_metadata)
