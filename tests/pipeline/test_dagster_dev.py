@@ -58,6 +58,9 @@ def test_asset_graph(dev_server):
         "rating_snapshots",
         "competency_gap_tables",
         "match_tables",  # figures: snapshots, reliability and the binned calibration
+        "test_case_tags",  # the explorer: tags, slices and ability masses
+        "slice_ratings",
+        "ability_masses",
     }
     assert nodes["upload_ledger"]["groupName"] == "ingest" and nodes["agent_ratings"]["groupName"] == "ratings"
     assert nodes["upload_ledger"]["isPartitioned"] and not nodes["quarantine_report"]["isPartitioned"]
