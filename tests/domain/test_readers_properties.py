@@ -1,0 +1,114 @@
+"""Property-based checks of the upload readers (hypothesis): what is accepted round-trips exactly, in every format,
+and no input whatsoever raises anything but an IngestError."""
+
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agielo_dagster.domain.contract import IngestError, parse_benchmark_spec
+from agielo_dagster.domain.readers import read_upload
+
+SPEC = parse_benchmark_spec("metric: correct\nscoring: identity\n", "prop", "raw/prop/benchmark.yaml")
+WHITE = (
+    {" ", "\t", "\n", "\r", "\x0b", "\x0c", "\x85", "\xa0", "\u1680", "\u2028", "\u2029", "\u3000"}
+    | {chr(c) for c in range(0x2000, 0x200B)}
+    | {"\u202f", "\u205f"}
+)
+
+# ids: any text without surrogates, not empty, not padded with white space
+ids = st.text(st.characters(exclude_categories=("Cs",)), min_size=1, max_size=30).filter(
+    lambda s: s[0] not in WHITE and s[-1] not in WHITE
+)
+metrics = st.floats(min_value=0.0, max_value=1.0, allow_nan=False, allow_infinity=False)
+rows = st.lists(st.tuples(ids, metrics), min_size=1, max_size=40, unique_by=lambda r: r[0])
+FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def as_csv(pairs) -> bytes:
+    """Ids always quoted (a bare CR or LF inside an id would end the record), metrics as Python writes floats."""
+    body = "".join('"' + t.replace('"', '""') + '",' + repr(m) + "\n" for t, m in pairs)
+    return ("test_case_id,correct\n" + body).encode()
+
+
+def as_jsonl(pairs) -> bytes:
+    return "".join(json.dumps({"test_case_id": t, "correct": m}) + "\n" for t, m in pairs).encode()
+
+
+def as_parquet(pairs) -> bytes:
+    sink = pa.BufferOutputStream()
+    table = pa.table({"test_case_id": [t for t, _ in pairs], "correct": pa.array([m for _, m in pairs], pa.float64())})
+    pq.write_table(table, sink)
+    return sink.getvalue().to_pybytes()
+
+
+WRITERS = {"csv": as_csv, "jsonl": as_jsonl, "parquet": as_parquet}
+
+
+@pytest.mark.parametrize("fmt", list(WRITERS))
+@FAST
+@given(pairs=rows)
+def test_accepted_ids_and_metrics_round_trip_exactly(fmt, pairs):
+    table = read_upload(WRITERS[fmt](pairs), f"raw/prop/agent.{fmt}", SPEC)
+    assert table.column("test_case_id").to_pylist() == [t for t, _ in pairs]
+    assert table.column("metric").to_pylist() == [m for _, m in pairs]  # bit for bit
+    assert table.column("score").to_pylist() == [m for _, m in pairs]  # identity scoring
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
+@FAST
+@given(values=st.lists(st.integers(min_value=-(2**63), max_value=2**63 - 1), min_size=1, max_size=30, unique=True))
+def test_integer_ids_become_their_decimal_text(fmt, values):
+    if fmt == "jsonl":
+        data = "".join(json.dumps({"test_case_id": v, "correct": 1}) + "\n" for v in values).encode()
+    else:
+        sink = pa.BufferOutputStream()
+        pq.write_table(pa.table({"test_case_id": pa.array(values, pa.int64()), "correct": [1.0] * len(values)}), sink)
+        data = sink.getvalue().to_pybytes()
+    table = read_upload(data, f"raw/prop/agent.{fmt}", SPEC)
+    assert table.column("test_case_id").to_pylist() == [str(v) for v in values]
+
+
+@FAST
+@given(
+    value=st.one_of(
+        st.floats(),
+        st.booleans(),
+        st.none(),
+        st.lists(st.integers(), max_size=2),
+        st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+    )
+)
+def test_jsonl_ids_of_other_types_are_refused_by_rule(value):
+    data = (json.dumps({"test_case_id": value, "correct": 1}) + "\n").encode()
+    with pytest.raises(IngestError) as err:
+        read_upload(data, "raw/prop/agent.jsonl", SPEC)
+    assert err.value.rule in ("test_case_id_type", "test_case_id_present")
+    assert err.value.row == 1 and len(str(err.value)) <= 320
+
+
+@pytest.mark.parametrize("fmt", list(WRITERS))
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.binary(max_size=400))
+def test_any_bytes_give_a_table_or_an_ingest_error(fmt, data):
+    try:
+        read_upload(data, f"raw/prop/agent.{fmt}", SPEC)
+    except IngestError as err:
+        assert str(err).startswith(f"raw/prop/agent.{fmt}") and len(str(err)) <= 320
+
+
+@pytest.mark.parametrize("fmt", list(WRITERS))
+@FAST
+@given(pairs=rows, cut=st.integers(min_value=0, max_value=10_000), flip=st.integers(min_value=0, max_value=255))
+def test_damaged_valid_files_give_a_table_or_an_ingest_error(fmt, pairs, cut, flip):
+    data = bytearray(WRITERS[fmt](pairs))
+    position = cut % len(data)
+    data[position] = flip
+    for damaged in (bytes(data), bytes(data[:position])):
+        try:
+            read_upload(damaged, f"raw/prop/agent.{fmt}", SPEC)
+        except IngestError as err:
+            assert err.rule and len(str(err)) <= 320
