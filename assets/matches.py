@@ -16,9 +16,9 @@ from .partitions import benchmark_partitions
 SHOWN_ROWS = 100
 
 
-def previous_match_table(storage: ObjectStorage, benchmark: str) -> pa.Table | None:
+def previous_match_table(storage: ObjectStorage, benchmark: str, asset: str = "match_tables") -> pa.Table | None:
     """The last match table, to reuse unchanged agents' rows (None if missing or unreadable: built from scratch)."""
-    path = warehouse_path("match_tables", benchmark)
+    path = warehouse_path(asset, benchmark)
     store = storage.store
     if not store.exists(path):
         return None
@@ -33,6 +33,11 @@ def previous_match_table(storage: ObjectStorage, benchmark: str) -> pa.Table | N
         "match_tables": benchmark_output(
             "All accepted matches of a benchmark: test_case_id, agent_id, metric, score, and the source file path and "
             "version of every row (lineage). Ids are dictionary-encoded.",
+            required=False,
+        ),
+        "provisional_matches": benchmark_output(
+            "The matches of provisional agents (uploads covering less than full_coverage of the largest upload, e.g. a "
+            "plan's few test cases): placed against the test-case ratings, never moving them. Same columns.",
             required=False,
         ),
         "input_manifests": benchmark_output(
@@ -51,6 +56,9 @@ def match_tables(context: dg.AssetExecutionContext, storage: ObjectStorage):
             context.log.info(f"{benchmark}: no accepted upload; nothing to rate")
             return
         table = build_match_table(storage.store, ledger, previous_match_table(storage, benchmark))
+        provisional = build_match_table(
+            storage.store, ledger, previous_match_table(storage, benchmark, "provisional_matches"), provisional=True
+        )
     digest = ledger.inputs_digest(CODE_VERSION)
     manifest = input_manifest(ledger)
     yield dg.Output(
@@ -62,6 +70,9 @@ def match_tables(context: dg.AssetExecutionContext, storage: ObjectStorage):
             "inputs_digest": digest,
             "code_version": CODE_VERSION,
         },
+    )
+    yield dg.Output(
+        provisional, "provisional_matches", metadata={"inputs_digest": digest, "agents": len(ledger.provisional_agents)}
     )
     yield dg.Output(
         manifest,
@@ -77,6 +88,7 @@ def match_tables(context: dg.AssetExecutionContext, storage: ObjectStorage):
                         dg.TableColumn("source_version", "string"),
                         dg.TableColumn("spec_version", "string"),
                         dg.TableColumn("matches", "int"),
+                        dg.TableColumn("provisional", "bool"),
                     ]
                 ),
             ),

@@ -1,14 +1,16 @@
 """Ratings of a benchmark (one engine call: snapshots, ratings, reliability) and its competency gaps."""
 
 import dagster as dg
+import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 from agielo_dagster.resources.storage import ObjectStorage
 
 from agielo_dagster.domain.layout import warehouse_path
 from agielo_dagster.domain.ledger import read_ledger
 from agielo_dagster.domain.lineage import CODE_VERSION
 from agielo_dagster.domain.status import DIGEST_KEY
-from agielo_dagster.rating import DEFAULT_SHUFFLES, competency_gaps, rate_parquet
+from agielo_dagster.rating import DEFAULT_LEVEL, DEFAULT_SHUFFLES, competency_gaps, rate_parquet
 
 from .common import benchmark_output, digest_of, frame_table, retried_on_storage_errors
 from .partitions import benchmark_partitions
@@ -36,7 +38,7 @@ SEED = 42
         ),
     },
     partitions_def=benchmark_partitions,
-    deps=[dg.AssetDep("match_tables")],
+    deps=[dg.AssetDep("match_tables"), dg.AssetDep("provisional_matches")],
 )
 def ratings(context: dg.AssetExecutionContext, storage: ObjectStorage):
     store = storage.store
@@ -44,9 +46,11 @@ def ratings(context: dg.AssetExecutionContext, storage: ObjectStorage):
     with retried_on_storage_errors(context):
         digest = (store.parquet_metadata(path) or {}).get(DIGEST_KEY, "")
         source = store.parquet_source(path)
+        partial = store.read_table(warehouse_path("provisional_matches", context.partition_key), columns=ENGINE_COLUMNS)
     # straight from the parquet file, a row group at a time: no match table is held in memory
     result = rate_parquet(source, seed=SEED, shuffles=DEFAULT_SHUFFLES)
-    agents = result.agents.to_pandas().sort_values(["rank", "mu", "agent_id"], ascending=[True, False, True])
+    agent_table = with_provisional_agents(result.agents, result.test_cases, partial)
+    agents = agent_table.to_pandas().sort_values(["rank", "mu", "agent_id"], ascending=[True, False, True])
     test_cases = result.test_cases.select(["test_case_id", "mu", "sigma", "mean_metric"]).to_pandas()
     final = result.reliability.to_pandas().iloc[-1]
     common = {
@@ -64,10 +68,15 @@ def ratings(context: dg.AssetExecutionContext, storage: ObjectStorage):
         metadata=common | {"hardest_test_cases": frame_table(test_cases.nlargest(10, "mu"), list(test_cases.columns), digits=3)},
     )
     yield dg.Output(
-        result.agents,
+        agent_table,
         "agent_ratings",
         metadata=common
-        | {"top_agents": frame_table(agents, ["rank", "agent_id", "mu", "mu_lo", "mu_hi", "rank_hi", "mean_metric"], digits=1)},
+        | {
+            "provisional_agents": int(agents["provisional"].sum()),
+            "top_agents": frame_table(
+                agents, ["rank", "agent_id", "mu", "mu_lo", "mu_hi", "rank_hi", "mean_metric", "provisional"], digits=1
+            ),
+        },
     )
     yield dg.Output(
         result.reliability,
@@ -81,6 +90,35 @@ def ratings(context: dg.AssetExecutionContext, storage: ObjectStorage):
             "matches_outside_bins_at_100": int(final["matches_outside_bins"]),
         },
     )
+
+
+def with_provisional_agents(agents: pa.Table, test_cases: pa.Table, partial: pa.Table) -> pa.Table:
+    """The joint agents, and the provisional ones placed against the frozen test-case ratings (``provisional`` marks them).
+
+    A provisional agent is not ranked (its rank columns are null) and gets its interval at the
+    joint table's level; only its test cases that the benchmark rates are used.
+    """
+    joint = agents.append_column("provisional", pa.array([False] * agents.num_rows))
+    if partial.num_rows:
+        ids = partial.column("test_case_id").cast(pa.string())
+        partial = partial.filter(pc.is_in(ids, value_set=test_cases.column("test_case_id").cast(pa.string())))
+    if partial.num_rows == 0:
+        return joint
+    from agielo_dagster.rating import place_agents
+
+    placed = place_agents(partial, test_cases, level=DEFAULT_LEVEL).to_pandas()
+    rows = pd.DataFrame({c: pd.Series([None] * len(placed), dtype=object) for c in joint.column_names})
+    for column in placed.columns:
+        if column in rows:
+            rows[column] = placed[column].to_numpy()
+    # a provisional agent belongs to the component of most of its test cases (the ratings it was placed against)
+    component = dict(zip(test_cases.column("test_case_id").to_pylist(), test_cases.column("component").to_pylist(), strict=True))
+    played = partial.select(["agent_id", "test_case_id"]).to_pandas().astype(str)
+    played["component"] = played["test_case_id"].map(component)
+    rows["component"] = placed["agent_id"].map(played.groupby("agent_id")["component"].agg(lambda c: c.mode().min())).to_numpy()
+    rows["provisional"] = True
+    extra = pa.Table.from_pandas(rows[joint.column_names], schema=joint.schema, preserve_index=False)
+    return pa.concat_tables([joint, extra])
 
 
 @dg.asset(
@@ -113,6 +151,8 @@ def competency_gap_tables(
     gaps = competency_gaps(test_case_ratings.to_pandas(), agent_ratings.to_pandas(), scoring=scoring)
     sources = input_manifests.to_pandas()[["agent_id", "source_path", "source_version"]]
     gaps = gaps.merge(sources, on="agent_id", how="left", validate="one_to_one")
+    provisional = agent_ratings.select(["agent_id", "provisional"]).to_pandas().astype({"agent_id": str})
+    gaps = gaps.merge(provisional, on="agent_id", how="left", validate="one_to_one")
     gaps["inputs_digest"] = digest
     gaps["code_version"] = CODE_VERSION
     return dg.Output(
@@ -120,7 +160,9 @@ def competency_gap_tables(
         metadata={
             "inputs_digest": digest,
             "code_version": CODE_VERSION,
-            "top_agents_with_gaps": frame_table(gaps, ["agent_id", "rating", "gap_50", "gap_90", "gap_99", "pct_beaten_50"]),
+            "top_agents_with_gaps": frame_table(
+                gaps, ["agent_id", "rating", "gap_50", "gap_90", "gap_99", "pct_beaten_50", "provisional"]
+            ),
             "hardest_test_case_rating": round(float(gaps["hardest_test_case_rating"].iloc[0]), 1),
         },
     )

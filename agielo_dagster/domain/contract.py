@@ -52,7 +52,8 @@ MIN_ROW_BYTES = 4  # a parquet upload may declare at most (upload limit / 4) row
 MAX_MESSAGE_CHARS = 300  # a rejection message, file path included (a longer detail is cut with an ellipsis)
 MAX_QUOTED_CHARS = 40  # a value quoted in a message (longer values are cut with an ellipsis)
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
-_SPEC_KEYS = {"metric", "scoring", "params", "description"}
+_SPEC_KEYS = {"metric", "scoring", "params", "description", "full_coverage"}
+DEFAULT_FULL_COVERAGE = 0.8  # an upload covering less than this share of the largest upload is provisional
 
 
 class IngestError(ValueError):
@@ -100,6 +101,7 @@ class BenchmarkSpec:
     metric: str
     scoring: Scoring
     description: str = ""
+    full_coverage: float = DEFAULT_FULL_COVERAGE
     raw: dict = field(default_factory=dict, compare=False, repr=False)
 
 
@@ -146,4 +148,16 @@ def parse_benchmark_spec(text: bytes | str, benchmark: str, file: str) -> Benchm
         scoring = make_scoring(str(spec.get("scoring", "")), params)
     except ScoringError as exc:
         raise IngestError(file, exc.rule, f"benchmark.yaml: {exc}") from None
-    return BenchmarkSpec(name=benchmark, metric=metric, scoring=scoring, description=description.strip(), raw=spec)
+    full_coverage = spec.get("full_coverage", DEFAULT_FULL_COVERAGE)
+    if isinstance(full_coverage, bool) or not isinstance(full_coverage, (int, float)) or not 0 < full_coverage <= 1:
+        raise IngestError(
+            file, "spec_full_coverage", f"benchmark.yaml full_coverage must be a number in (0, 1], got {full_coverage!r}"
+        )
+    return BenchmarkSpec(
+        name=benchmark,
+        metric=metric,
+        scoring=scoring,
+        description=description.strip(),
+        full_coverage=float(full_coverage),
+        raw=spec,
+    )

@@ -238,9 +238,12 @@ def competency_gap(gaps: pd.DataFrame, *, title: str = "") -> Figure:
     rest = len(ordered) - len(shown)
     fig = Figure(figsize=(10, 1.4 + 0.24 * (len(shown) + (1 if rest else 0))), layout="constrained")
     ax = fig.add_subplot()
-    labels = [str(a)[:32] for a in shown["agent_id"]]
+    provisional = (
+        shown["provisional"].fillna(False).astype(bool).to_numpy() if "provisional" in shown else np.zeros(len(shown), bool)
+    )
+    labels = [f"{str(a)[:32]}{' (provisional)' if p else ''}" for a, p in zip(shown["agent_id"], provisional, strict=True)]
     values = list(shown["rating"])
-    colors = _agent_colors(len(shown))
+    colors = [(*c[:3], 0.35) if p else c for c, p in zip(_agent_colors(len(shown)), provisional, strict=True)]
     if rest:
         others = ordered.iloc[len(shown) :]
         labels.insert(0, f"{rest} more (median)")

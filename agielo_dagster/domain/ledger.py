@@ -79,6 +79,20 @@ class Ledger:
     rows: tuple[dict, ...]
     scoring: str = ""  # the scoring the accepted uploads were scored with, as JSON (make_scoring's config)
     description: str = ""
+    full_coverage: float = 0.8
+
+    @property
+    def provisional_agents(self) -> set[str]:
+        """Agents whose upload covers less than ``full_coverage`` of the largest upload's test cases.
+
+        They are placed against the test-case ratings of the others (never moving them) and marked
+        provisional, until a full upload comes (an agent evaluated on a plan's few test cases).
+        """
+        accepted = self.accepted
+        if not accepted:
+            return set()
+        most = max(r["rows"] for r in accepted)
+        return {r["agent"] for r in accepted if r["rows"] < self.full_coverage * most}
 
     def make_scoring(self):
         """The benchmark's scoring function as the accepted uploads were scored (identity when unknown)."""
@@ -112,7 +126,7 @@ class Ledger:
     @property
     def rows_digest(self) -> str:
         """A fingerprint of the ledger's content (recorded in its file, so readers need only the footer)."""
-        text = json.dumps([self.spec_version, self.scoring, list(self.rows)], sort_keys=True, default=str)
+        text = json.dumps([self.spec_version, self.scoring, self.full_coverage, list(self.rows)], sort_keys=True, default=str)
         return "sha256:" + hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def to_table(self) -> pa.Table:
@@ -122,6 +136,7 @@ class Ledger:
             "spec_version": self.spec_version,
             "scoring": self.scoring,
             "description": self.description,
+            "full_coverage": self.full_coverage,
             "rows_digest": self.rows_digest,
         }
         return table.replace_schema_metadata({b"agielo": json.dumps(meta, sort_keys=True).encode()})
@@ -157,7 +172,12 @@ def read_ledger(store: Store, benchmark: str) -> Ledger | None:
     if table.schema.remove_metadata() != LEDGER_SCHEMA:
         return None
     return Ledger(
-        benchmark, meta.get("spec_version", ""), tuple(table.to_pylist()), meta.get("scoring", ""), meta.get("description", "")
+        benchmark,
+        meta.get("spec_version", ""),
+        tuple(table.to_pylist()),
+        meta.get("scoring", ""),
+        meta.get("description", ""),
+        float(meta.get("full_coverage", 0.8)),
     )
 
 
@@ -369,7 +389,14 @@ def refresh_ledger(
     write_fingerprints(store, benchmark, listing, listed_at_ns)
 
     scoring = json.dumps(spec.scoring.to_config(), sort_keys=True) if spec else ""
-    ledger = Ledger(benchmark, spec_version, tuple(rows[p] for p in sorted(rows)), scoring, spec.description if spec else "")
+    ledger = Ledger(
+        benchmark,
+        spec_version,
+        tuple(rows[p] for p in sorted(rows)),
+        scoring,
+        spec.description if spec else "",
+        spec.full_coverage if spec else 0.8,
+    )
     changed = [r for p, r in sorted(rows.items()) if previous.get(p) != r]
     changed += [{**r, "status": "removed"} for p, r in sorted(previous.items()) if p not in rows]
     written = old is None or old != ledger

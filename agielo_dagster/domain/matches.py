@@ -93,13 +93,15 @@ def _canonical(column: pa.ChunkedArray) -> pa.DictionaryArray:
     return pa.DictionaryArray.from_arrays(pa.array(remap[values]), merged.dictionary.take(pa.array(order)))
 
 
-def build_match_table(store: Store, ledger: Ledger, previous: pa.Table | None = None) -> pa.Table:
-    """Every accepted match of the ledger's benchmark (see the module docstring).
+def build_match_table(store: Store, ledger: Ledger, previous: pa.Table | None = None, *, provisional: bool = False) -> pa.Table:
+    """The accepted matches of the ledger's benchmark (see the module docstring).
 
-    ``previous`` is the benchmark's last match table, if any: rows of unchanged agents are taken
-    from it instead of being read again.
+    The agents with full uploads, or with ``provisional=True`` the provisional ones
+    (:attr:`Ledger.provisional_agents`). ``previous`` is the same table from the last run, if any:
+    rows of unchanged agents are taken from it instead of being read again.
     """
-    accepted = sorted(ledger.accepted, key=lambda r: r["agent"])
+    partial = ledger.provisional_agents
+    accepted = sorted((r for r in ledger.accepted if (r["agent"] in partial) == provisional), key=lambda r: r["agent"])
     reusable = manifest_of(previous)
     slices = _agent_slices(previous) if reusable else {}
     pieces = []
@@ -137,8 +139,9 @@ def build_match_table(store: Store, ledger: Ledger, previous: pa.Table | None = 
 
 
 def input_manifest(ledger: Ledger) -> pa.Table:
-    """The exact inputs of the benchmark's ratings: agent_id, source_path, source_version, spec_version, matches."""
+    """The exact inputs of the benchmark's ratings: agent_id, source_path, source_version, spec_version, matches, provisional."""
     accepted = sorted(ledger.accepted, key=lambda r: r["agent"])
+    partial = ledger.provisional_agents
     return pa.table(
         {
             "agent_id": pa.array([r["agent"] for r in accepted], pa.string()),
@@ -146,6 +149,7 @@ def input_manifest(ledger: Ledger) -> pa.Table:
             "source_version": pa.array([r["version"] for r in accepted], pa.string()),
             "spec_version": pa.array([r["spec_version"] for r in accepted], pa.string()),
             "matches": pa.array([r["rows"] for r in accepted], pa.int64()),
+            "provisional": pa.array([r["agent"] in partial for r in accepted], pa.bool_()),
         }
     )
 

@@ -55,6 +55,7 @@ def render_report(
             "gap_99",
             "pct_beaten_50",
             "pct_beaten_91",
+            "provisional",
         ]
         if c in gaps
     ]

@@ -52,6 +52,7 @@ __all__ = [
 # every per-benchmark output, in the order a run writes them; the last one is written last
 BENCHMARK_OUTPUTS = (
     "match_tables",
+    "provisional_matches",
     "input_manifests",
     "rating_snapshots",
     "test_case_ratings",
