@@ -3,6 +3,7 @@
     agielo run   [--storage URI] [--strict] [--create] [--instance DIR]   bring every stale benchmark up to date
     agielo demo  [--storage URI] [--instance DIR]                         write the embedded demo data, then run
     agielo query "subject == 'math' and rating > 1800" [--storage URI]    rank agents on the test cases a query selects
+    agielo plan  --benchmark B --agent NAME [--budget N] [--storage URI]    the next test cases to evaluate a new model on
 
 Runs go through Dagster on the same instance as the UI: ``--instance``, else ``DAGSTER_HOME``, else
 ``./.dagster_home``. The same assets, checks and storage as ``dagster dev``; the same question decides
@@ -201,9 +202,18 @@ def main(argv: list[str] | None = None) -> int:
     q.add_argument("--storage", default=None, help="a folder or s3://bucket/prefix (default: AGIELO_STORAGE or ./agielo_data)")
     q.add_argument("--top", type=int, default=20, help="agents shown")
     q.add_argument("--debug", action="store_true", help="show tracebacks")
+    pl = sub.add_parser("plan", help="write <root>/plans/<B>/<NAME>.csv: the next test cases to evaluate a new model on")
+    pl.add_argument("--benchmark", required=True)
+    pl.add_argument("--agent", required=True, help="the new model's name (its upload will be raw/<B>/<NAME>.csv)")
+    pl.add_argument("--budget", type=int, default=50, help="test cases to plan (default 50)")
+    pl.add_argument("--storage", default=None, help="a folder or s3://bucket/prefix (default: AGIELO_STORAGE or ./agielo_data)")
+    pl.add_argument("--instance", default=None, help="the Dagster instance folder (default: DAGSTER_HOME or ./.dagster_home)")
+    pl.add_argument("--debug", action="store_true", help="show tracebacks")
     args = parser.parse_args(argv)
     if args.command == "query":
         return run_query(args)
+    if args.command == "plan":
+        return run_plan(args)
     try:
         storage = ObjectStorage(root=args.storage or default_root())
         store = storage.store
@@ -230,6 +240,44 @@ def main(argv: list[str] | None = None) -> int:
     if summary.failed_runs:
         return 1
     return 2 if args.strict and problems else 0
+
+
+def run_plan(args) -> int:
+    """`agielo plan`: materialize placement_plans for one benchmark and agent, through Dagster."""
+    try:
+        storage = ObjectStorage(root=args.storage or default_root())
+        storage.store.check_root()
+        instance = get_instance(args.instance)
+        if args.benchmark not in instance.get_dynamic_partitions(benchmark_partitions.name):
+            print(f"agielo: error: no benchmark {args.benchmark!r} has been rated here (agielo run first)", file=sys.stderr)
+            return 1
+        config = {"ops": {"placement_plans": {"config": {"agent": args.agent, "budget": args.budget}}}}
+        result = (
+            build_definitions(storage)
+            .resolve_job_def("plan_placement")
+            .execute_in_process(
+                run_config={**_quiet("CRITICAL"), **config},
+                instance=instance,
+                partition_key=args.benchmark,
+                tags={TRIGGER_TAG: "cli"},
+                raise_on_error=False,
+            )
+        )
+    except StorageError as exc:
+        if args.debug:
+            traceback.print_exc()
+        print(f"agielo: error: {exc}", file=sys.stderr)
+        return 1
+    if not result.success:
+        print(f"agielo: error: {_first_error(result)}", file=sys.stderr)
+        return 1
+    meta = _materialized(result, "placement_plans") or {}
+    print(
+        f"planned {meta.get('planned')} test case(s) for {meta.get('agent')} on {args.benchmark} "
+        f"(current rating: {meta.get('current_rating')}; already evaluated: {meta.get('already_evaluated')})"
+    )
+    print(f"plan: {meta.get('plan_file')}")
+    return 0
 
 
 def run_query(args) -> int:

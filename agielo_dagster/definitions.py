@@ -10,10 +10,11 @@ from .assets.incoming import harness_logs_readable, harness_uploads
 from .assets.judgments import difficulty_judgments
 from .assets.ledger import upload_ledger, uploads_accepted
 from .assets.matches import match_tables
+from .assets.plans import placement_plans
 from .assets.quarantine import quarantine_report
 from .assets.ratings import competency_gap_tables, ratings
 from .assets.reports import benchmark_reports
-from .jobs import convert_incoming, rank_judgments, rate_benchmarks, rate_benchmarks_nightly, report_quarantine
+from .jobs import convert_incoming, plan_placement, rank_judgments, rate_benchmarks, rate_benchmarks_nightly, report_quarantine
 from .resources.storage import ObjectStorage
 from .resources.warehouse import WarehouseIOManager
 from .schedules import nightly_rerate
@@ -32,6 +33,7 @@ ASSETS = [
     rating_uncertainty,
     reliability_heldout,
     difficulty_judgments,
+    placement_plans,
 ]
 
 
@@ -45,7 +47,7 @@ def build_definitions(storage: ObjectStorage | None = None) -> dg.Definitions:
     return dg.Definitions(
         assets=assets,
         asset_checks=[uploads_accepted, harness_logs_readable],
-        jobs=[convert_incoming, rate_benchmarks, rate_benchmarks_nightly, rank_judgments, report_quarantine],
+        jobs=[convert_incoming, plan_placement, rate_benchmarks, rate_benchmarks_nightly, rank_judgments, report_quarantine],
         sensors=[benchmarks_sensor, judgments_sensor],
         schedules=[nightly_rerate],
         resources={"storage": storage, "warehouse_io_manager": WarehouseIOManager(storage=storage)},

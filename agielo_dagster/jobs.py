@@ -27,6 +27,12 @@ convert_incoming = dg.define_asset_job(
     description="Turn new or changed harness logs under incoming/ into uploads of their benchmarks.",
 )
 
+plan_placement = dg.define_asset_job(
+    "plan_placement",
+    selection=dg.AssetSelection.assets("placement_plans"),
+    description="Plan the next test cases to evaluate a new agent on (config: agent, budget); used by `agielo plan`.",
+)
+
 report_quarantine = dg.define_asset_job("report_quarantine", selection=dg.AssetSelection.assets("quarantine_report"))
 
 rank_judgments = dg.define_asset_job(

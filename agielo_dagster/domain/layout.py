@@ -143,6 +143,11 @@ def figures_folder(benchmark: str) -> str:
 INCOMING_LEDGER = "warehouse/incoming_ledger.parquet"  # one row per drop of harness logs under incoming/
 
 
+def plan_path(benchmark: str, agent: str) -> str:
+    """The next test cases to evaluate an agent on (written by `agielo plan`; for the user, not an input)."""
+    return f"plans/{benchmark}/{agent}.csv"
+
+
 def explorer_path(benchmark: str) -> str:
     """The interactive, self-contained HTML page of a benchmark."""
     return f"warehouse/explorer/{benchmark}.html"

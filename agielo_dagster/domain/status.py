@@ -217,6 +217,7 @@ def quarantine_digest(store: Store, raw: RawTopLevel) -> str:
 
 
 NIGHTLY_OUTPUTS = ("estimator_comparison", "rating_uncertainty", "reliability_heldout")
+ON_DEMAND_OUTPUTS = ("placement_plans",)
 
 
 def withdraw(store: Store, benchmark: str, *, everything: bool = False) -> list[str]:
@@ -225,7 +226,7 @@ def withdraw(store: Store, benchmark: str, *, everything: bool = False) -> list[
     With ``everything`` (its raw folder is gone) the ledger, the fingerprint cache and the accepted
     uploads go too, the ledger last. Returns the removed paths.
     """
-    paths = [warehouse_path(a, benchmark) for a in (*reversed(BENCHMARK_OUTPUTS), *NIGHTLY_OUTPUTS)]
+    paths = [warehouse_path(a, benchmark) for a in (*reversed(BENCHMARK_OUTPUTS), *NIGHTLY_OUTPUTS, *ON_DEMAND_OUTPUTS)]
     paths += [f"{figures_folder(benchmark)}/{n}" for n in store.list_dir(figures_folder(benchmark))]
     paths += [report_path(benchmark), explorer_path(benchmark)]
     if everything:

@@ -11,7 +11,15 @@ from agielo_dagster.domain.status import BENCHMARK_OUTPUTS, NIGHTLY_OUTPUTS
 from ..devserver import REPO, DagsterDev
 from .conftest import write_benchmark
 
-ASSETS = {"harness_uploads", "upload_ledger", *BENCHMARK_OUTPUTS, *NIGHTLY_OUTPUTS, "quarantine_report", "difficulty_judgments"}
+ASSETS = {
+    "harness_uploads",
+    "upload_ledger",
+    *BENCHMARK_OUTPUTS,
+    *NIGHTLY_OUTPUTS,
+    "placement_plans",
+    "quarantine_report",
+    "difficulty_judgments",
+}
 
 
 @pytest.fixture(scope="module")

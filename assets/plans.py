@@ -1,0 +1,77 @@
+"""placement_plans: which test cases a new model should be evaluated on next, to be placed cheaply.
+
+`agielo plan --benchmark B --agent NAME --budget N` materializes this asset for one benchmark: the
+next N test cases (most informative at the agent's current estimate, or a difficulty-stratified
+start when nothing is known), written to ``<root>/plans/<B>/<NAME>.csv`` and kept as the asset's
+output. Results uploaded for a plan's test cases make a provisional agent, placed against the
+frozen test-case ratings; a full upload makes it a regular agent.
+"""
+
+import dagster as dg
+import pandas as pd
+from agielo_dagster.resources.storage import ObjectStorage
+
+from agielo_dagster.domain.contract import IngestError, check_name
+from agielo_dagster.domain.layout import plan_path, warehouse_path
+from agielo_dagster.domain.ledger import read_accepted, read_ledger
+
+from .common import OWNERS, TAGS, frame_table, retried_on_storage_errors
+from .partitions import benchmark_partitions
+
+
+class PlanConfig(dg.Config):
+    agent: str
+    budget: int = 50
+
+
+@dg.asset(
+    partitions_def=benchmark_partitions,
+    io_manager_key="warehouse_io_manager",
+    group_name="placement",
+    kinds={"parquet", "csv"},
+    owners=OWNERS,
+    tags=TAGS,
+    description="The next test cases to evaluate a new agent on (adaptive selection by Fisher information at its current "
+    "estimate), written to <root>/plans/<benchmark>/<agent>.csv: test_case_id, mu, sigma, information.",
+)
+def placement_plans(context: dg.AssetExecutionContext, config: PlanConfig, storage: ObjectStorage) -> dg.Output:
+    from agielo_dagster.rating import select_test_cases
+
+    benchmark, store = context.partition_key, storage.store
+    try:
+        agent = check_name(config.agent, "agent", f"plans/{benchmark}/{config.agent}.csv")
+    except IngestError as err:
+        raise dg.Failure(str(err), allow_retries=False) from None
+    if config.budget < 1:
+        raise dg.Failure(f"budget must be at least 1, got {config.budget}", allow_retries=False)
+    with retried_on_storage_errors(context):
+        if not store.exists(warehouse_path("test_case_ratings", benchmark)):
+            raise dg.Failure(f"benchmark {benchmark!r} has no ratings yet: rate it first (agielo run)", allow_retries=False)
+        test_cases = store.read_table(warehouse_path("test_case_ratings", benchmark))
+        ratings = store.read_table(warehouse_path("agent_ratings", benchmark)).to_pandas().astype({"agent_id": str})
+        ledger = read_ledger(store, benchmark)
+        done: list[str] = []
+        if ledger is not None and any(r["agent"] == agent for r in ledger.accepted):
+            done = read_accepted(store, benchmark, agent, columns=["test_case_id"]).column("test_case_id").to_pylist()
+    known = ratings[ratings["agent_id"] == agent]
+    rating = float(known["mu"].iloc[0]) if len(known) else None
+    sigma = float(known["sigma"].iloc[0]) if len(known) else None
+    plan = select_test_cases(
+        test_cases, config.budget, agent_rating=rating, agent_sigma=sigma, exclude=done, method="information", seed=0
+    )
+    plan = plan.to_pandas() if hasattr(plan, "to_pandas") and not isinstance(plan, pd.DataFrame) else plan
+    plan = plan.assign(agent_id=agent)
+    with retried_on_storage_errors(context):
+        store.write_bytes(plan_path(benchmark, agent), plan.drop(columns="agent_id").to_csv(index=False).encode())
+    context.log.info(f"{len(plan)} test case(s) planned for {agent} on {benchmark}: {store.uri(plan_path(benchmark, agent))}")
+    return dg.Output(
+        plan,
+        metadata={
+            "agent": agent,
+            "planned": len(plan),
+            "already_evaluated": len(done),
+            "current_rating": round(rating, 1) if rating is not None else "none yet",
+            "plan_file": dg.MetadataValue.path(store.uri(plan_path(benchmark, agent))),
+            "plan": frame_table(plan, [c for c in ("test_case_id", "mu", "sigma", "information") if c in plan], limit=20),
+        },
+    )
