@@ -1,5 +1,6 @@
 """The Dagster code location: assembles assets, checks, jobs, sensors, schedule and resources."""
 
+import os
 import warnings
 
 import dagster as dg
@@ -37,6 +38,26 @@ ASSETS = [
 ]
 
 
+def executor_from_environment() -> dg.ExecutorDefinition:
+    """Where the steps of a run execute: in the run's own process (default), or on Celery workers.
+
+    ``AGIELO_EXECUTOR=celery`` sends each step to the Celery workers listening on the broker (and
+    result backend) ``AGIELO_CELERY_BROKER``, e.g. ``redis://redis:6379/0``; dagster-celery is only
+    imported then (``pip install agielo-dagster[deploy]``).
+    """
+    kind = os.environ.get("AGIELO_EXECUTOR", "in_process").strip() or "in_process"
+    if kind == "in_process":
+        return dg.in_process_executor
+    if kind != "celery":
+        raise ValueError(f"AGIELO_EXECUTOR={kind!r}: expected 'in_process' or 'celery'")
+    if not os.environ.get("AGIELO_CELERY_BROKER"):
+        raise ValueError("AGIELO_EXECUTOR=celery needs AGIELO_CELERY_BROKER, e.g. redis://127.0.0.1:6379/0")
+    from dagster_celery import celery_executor
+
+    broker = {"env": "AGIELO_CELERY_BROKER"}
+    return celery_executor.configured({"broker": broker, "backend": broker}, name="celery")
+
+
 def build_definitions(storage: ObjectStorage | None = None) -> dg.Definitions:
     """The definitions over a storage root (``AGIELO_STORAGE`` or ``./agielo_data`` by default)."""
     storage = storage or ObjectStorage()
@@ -51,7 +72,7 @@ def build_definitions(storage: ObjectStorage | None = None) -> dg.Definitions:
         sensors=[benchmarks_sensor, judgments_sensor],
         schedules=[nightly_rerate],
         resources={"storage": storage, "warehouse_io_manager": WarehouseIOManager(storage=storage)},
-        executor=dg.in_process_executor,
+        executor=executor_from_environment(),
     )
 
 

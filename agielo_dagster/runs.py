@@ -6,7 +6,9 @@ before it; then it asks whether the benchmark is still stale, so a benchmark cha
 once, whether the daemon, ``agielo run`` or both started a run for it. A run left ``STARTED`` by a
 killed process (``kill -9`` of ``agielo run``, a crashed worker) is marked failed by whoever next
 looks, when its process is gone from this host; runs on other hosts are left to Dagster's own run
-monitoring.
+monitoring. Only a step that runs in its run's own process (the in-process executors) names its
+process: a step on a Celery worker does not, since that worker outlives the step and the run goes on
+elsewhere, so its pid says nothing about whether the run is alive.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ HOST_TAG = "agielo/host"
 PID_TAG = "agielo/pid"
 STATE_TAG = "agielo/state"
 IN_PROGRESS = [dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING]
+# executors that run every step in the run's own process (Definitions' default, and execute_in_process)
+RUN_PROCESS_EXECUTORS = ("in_process", "execute_in_process_executor")
 WAITING = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, *IN_PROGRESS]
 
 
@@ -75,7 +79,8 @@ def benchmark_runs_in_progress(instance: dg.DagsterInstance, benchmark: str) -> 
 def claim_benchmark(context: dg.OpExecutionContext, benchmark: str, *, timeout: float = 3600.0, poll: float = 0.5) -> None:
     """Tag this run with its process, then wait until no run of the benchmark that started earlier is in progress."""
     instance = context.instance
-    instance.add_run_tags(context.run.run_id, {BENCHMARK_TAG: benchmark, **process_tags()})
+    in_run_process = context.job_def.executor_def.name in RUN_PROCESS_EXECUTORS
+    instance.add_run_tags(context.run.run_id, {BENCHMARK_TAG: benchmark, **(process_tags() if in_run_process else {})})
     mine = instance.get_run_record_by_id(context.run.run_id)
     my_start = (mine.start_time or mine.create_timestamp.timestamp(), context.run.run_id)
     deadline = time.monotonic() + timeout

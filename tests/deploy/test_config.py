@@ -1,0 +1,182 @@
+"""The deployment files parse, agree with each other, and are what Dagster itself accepts.
+
+docker and Kubernetes are not available to the tests: the compose file and the Helm values are
+checked by parsing; ``dagster.yaml`` and ``celery.yaml`` go through Dagster's own config schemas;
+the Celery executor is built as the code location builds it.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from ..devserver import REPO
+
+DEPLOY = REPO / "deploy"
+DAGSTER_SERVICES = ("code", "webserver", "daemon", "worker")
+LIMIT = {"key": "agielo/benchmark", "value": {"applyLimitPerUniqueValue": True}, "limit": 1}
+
+
+def load(name: str) -> dict:
+    return yaml.safe_load((DEPLOY / name).read_text())
+
+
+def env_references(value) -> set[str]:
+    """Every ``{env: NAME}`` in a Dagster config tree."""
+    if isinstance(value, dict):
+        if set(value) == {"env"} and isinstance(value["env"], str):
+            return {value["env"]}
+        return set().union(*(env_references(v) for v in value.values())) if value else set()
+    if isinstance(value, list):
+        return set().union(*(env_references(v) for v in value)) if value else set()
+    return set()
+
+
+@pytest.fixture
+def compose_env() -> dict[str, dict[str, str]]:
+    compose = load("docker-compose.yaml")
+    return {
+        name: {k: str(v) for k, v in (service.get("environment") or {}).items()} for name, service in compose["services"].items()
+    }
+
+
+def test_dagster_yaml_is_a_valid_instance_config(tmp_path, monkeypatch):
+    from dagster._config import process_config
+    from dagster._core.instance.config import dagster_instance_config
+    from dagster._core.run_coordinator import QueuedRunCoordinator
+    from dagster_postgres import DagsterPostgresStorage
+    from dagster_postgres.utils import pg_url_from_config
+
+    home = tmp_path / "home"
+    home.mkdir()
+    shutil.copy(DEPLOY / "dagster.yaml", home / "dagster.yaml")
+    config, custom_class = dagster_instance_config(str(home))  # raises on anything Dagster's schema refuses
+    assert custom_class is None
+
+    values = {"HOST": "db.internal", "PORT": "6543", "USER": "agielo", "PASSWORD": "p@ss word", "DB": "ratings"}
+    for key, value in values.items():
+        monkeypatch.setenv(f"DAGSTER_POSTGRES_{key}", value)
+    storage = process_config(DagsterPostgresStorage.config_type(), config["storage"]["postgres"])
+    assert storage.success, storage.errors
+    assert pg_url_from_config(storage.value) == "postgresql://agielo:p%40ss%20word@db.internal:6543/ratings"
+
+    coordinator = config["run_coordinator"]
+    assert (coordinator["module"], coordinator["class"]) == ("dagster._core.run_coordinator", "QueuedRunCoordinator")
+    processed = process_config(QueuedRunCoordinator.config_type(), coordinator["config"])
+    assert processed.success, processed.errors
+    assert processed.value["tag_concurrency_limits"] == [LIMIT]
+    assert processed.value["max_concurrent_runs"] >= 2
+    assert config["run_launcher"]["class"] == "DefaultRunLauncher"
+
+
+def test_every_dagster_service_gets_every_variable_the_configs_read(compose_env):
+    needed = env_references(load("dagster.yaml")) | env_references(load("celery.yaml"))
+    assert needed >= {f"DAGSTER_POSTGRES_{k}" for k in ("HOST", "PORT", "USER", "PASSWORD", "DB")}
+    assert "AGIELO_CELERY_BROKER" in needed
+    for service in DAGSTER_SERVICES:
+        env = compose_env[service]
+        assert needed <= set(env), (service, needed - set(env))
+        assert env["DAGSTER_HOME"] == "/opt/dagster/dagster_home"
+        assert env["AGIELO_EXECUTOR"] == "celery"
+        assert env["AGIELO_CELERY_BROKER"].startswith("redis://redis:")
+        assert env["AWS_ENDPOINT_URL"].startswith("http://s3:")
+
+
+def test_compose_services_agree_with_each_other(compose_env):
+    compose = load("docker-compose.yaml")
+    services = compose["services"]
+    assert {"postgres", "redis", "s3", *DAGSTER_SERVICES} <= set(services)
+    postgres = compose_env["postgres"]
+    for service in DAGSTER_SERVICES:
+        env = compose_env[service]
+        assert env["DAGSTER_POSTGRES_HOST"] == "postgres" and env["DAGSTER_POSTGRES_PORT"] == "5432"
+        assert (env["DAGSTER_POSTGRES_USER"], env["DAGSTER_POSTGRES_PASSWORD"], env["DAGSTER_POSTGRES_DB"]) == (
+            postgres["POSTGRES_USER"],
+            postgres["POSTGRES_PASSWORD"],
+            postgres["POSTGRES_DB"],
+        )
+        assert env["AWS_ACCESS_KEY_ID"] == compose_env["s3"]["AWS_ACCESS_KEY_ID"]
+        assert env["AWS_SECRET_ACCESS_KEY"] == compose_env["s3"]["AWS_SECRET_ACCESS_KEY"]
+        assert env["AGIELO_STORAGE"] == f"s3://{compose_env['s3']['S3_BUCKET']}"
+        assert services[service]["build"]["dockerfile"] == "deploy/Dockerfile"
+    # the workspace the webserver and the daemon load points at the code server's host and port
+    workspace = load("workspace.yaml")["load_from"][0]["grpc_server"]
+    code_command = services["code"]["command"]
+    assert workspace["host"] == "code"
+    assert str(workspace["port"]) == code_command[code_command.index("-p") + 1]
+    for service in ("webserver", "daemon"):
+        assert "deploy/workspace.yaml" in services[service]["command"]
+    worker = services["worker"]["command"]
+    assert worker[:3] == ["dagster-celery", "worker", "start"] and "deploy/celery.yaml" in worker
+    assert services["worker"]["deploy"]["replicas"] >= 2
+    # the Dockerfile installs the deploy extra and makes deploy/dagster.yaml the instance
+    dockerfile = (DEPLOY / "Dockerfile").read_text()
+    assert "'.[deploy]'" in dockerfile and "deploy/dagster.yaml" in dockerfile
+
+
+def test_helm_values_match_the_instance():
+    values = yaml.safe_load((DEPLOY / "helm" / "values.yaml").read_text())
+    coordinator = values["dagsterDaemon"]["runCoordinator"]
+    assert coordinator["enabled"] and coordinator["type"] == "QueuedRunCoordinator"
+    queued = coordinator["config"]["queuedRunCoordinator"]
+    assert queued["tagConcurrencyLimits"] == load("dagster.yaml")["run_coordinator"]["config"]["tag_concurrency_limits"]
+    assert queued["tagConcurrencyLimits"] == [LIMIT]
+    assert values["runLauncher"]["type"] == "K8sRunLauncher"
+    assert values["postgresql"]["enabled"]
+    (deployment,) = values["dagster-user-deployments"]["deployments"]
+    assert deployment["dagsterApiGrpcArgs"] == ["-m", "agielo_dagster.definitions", "-a", "defs"]
+    env = {e["name"]: e["value"] for e in deployment["env"]}
+    assert env["AGIELO_STORAGE"].startswith("s3://")
+
+
+def test_celery_yaml_is_the_executor_config_dagster_celery_reads(monkeypatch):
+    from dagster_celery.cli import get_validated_config
+
+    monkeypatch.setenv("AGIELO_CELERY_BROKER", "redis://127.0.0.1:6399/3")
+    config = get_validated_config(str(DEPLOY / "celery.yaml"))
+    assert config["broker"] == config["backend"] == "redis://127.0.0.1:6399/3"
+
+
+def test_the_executor_comes_from_the_environment(monkeypatch, tmp_path):
+    import dagster as dg
+    from agielo_dagster.resources.storage import ObjectStorage
+
+    from agielo_dagster.definitions import build_definitions
+
+    storage = ObjectStorage(root=str(tmp_path))
+    monkeypatch.delenv("AGIELO_EXECUTOR", raising=False)
+    assert build_definitions(storage).resolve_job_def("rate_benchmarks").executor_def is dg.in_process_executor
+
+    monkeypatch.setenv("AGIELO_EXECUTOR", "celery")
+    monkeypatch.delenv("AGIELO_CELERY_BROKER", raising=False)
+    with pytest.raises(ValueError, match="AGIELO_CELERY_BROKER"):
+        build_definitions(storage)
+
+    monkeypatch.setenv("AGIELO_CELERY_BROKER", "redis://127.0.0.1:6399/0")
+    job = build_definitions(storage).resolve_job_def("rate_benchmarks")
+    assert job.executor_def.name == "celery"
+    # the executor itself builds as a run builds it, with the broker and backend from the environment
+    from dagster._core.definitions.job_base import InMemoryJob
+    from dagster._core.executor.init import InitExecutorContext
+
+    mapped = job.executor_def.apply_config_mapping({})
+    assert mapped.success, mapped.errors
+    with dg.instance_for_test() as instance:
+        context = InitExecutorContext(InMemoryJob(job), job.executor_def, mapped.value["config"], instance)
+        executor = job.executor_def.executor_creation_fn(context)
+    assert type(executor).__name__ == "CeleryExecutor"
+    assert executor.broker == executor.backend == "redis://127.0.0.1:6399/0"
+
+    monkeypatch.setenv("AGIELO_EXECUTOR", "dask")
+    with pytest.raises(ValueError, match="in_process' or 'celery"):
+        build_definitions(storage)
+
+
+def test_the_default_install_needs_no_dagster_celery():
+    code = "import sys; import agielo_dagster.definitions; assert 'dagster_celery' not in sys.modules; print('ok')"
+    env = {k: v for k, v in os.environ.items() if k not in ("AGIELO_EXECUTOR", "AGIELO_CELERY_BROKER")}
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert result.stdout.strip() == "ok", result.stderr[-2000:]
