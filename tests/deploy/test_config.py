@@ -61,7 +61,7 @@ def test_dagster_yaml_is_a_valid_instance_config(tmp_path, monkeypatch):
         monkeypatch.setenv(f"DAGSTER_POSTGRES_{key}", value)
     storage = process_config(DagsterPostgresStorage.config_type(), config["storage"]["postgres"])
     assert storage.success, storage.errors
-    assert pg_url_from_config(storage.value) == "postgresql://agielo:p%40ss%20word@db.internal:6543/ratings"
+    assert pg_url_from_config(storage.value) == "postgresql+psycopg2://agielo:p%40ss%20word@db.internal:6543/ratings"
 
     coordinator = config["run_coordinator"]
     assert (coordinator["module"], coordinator["class"]) == ("dagster._core.run_coordinator", "QueuedRunCoordinator")
