@@ -287,15 +287,17 @@ class Deployment:
             "--without-gossip",
             "--without-mingle",
         ]
-        with open(self.log(f"worker{n}"), "ab") as out:
+        log = self.log(f"worker{n}")
+        offset = log.stat().st_size if log.exists() else 0
+        with open(log, "ab") as out:
             process = subprocess.Popen(
                 command, cwd=self.directory, env=self.env(), stdout=out, stderr=subprocess.STDOUT, start_new_session=True
             )
         self.worker_processes.append(process)
         deadline = time.monotonic() + 120
-        while "ready." not in self.log(f"worker{n}").read_text():
+        while "ready." not in log.read_text(errors="replace")[offset:]:
             if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"celery worker {n} did not start:\n{self.log(f'worker{n}').read_text()[-3000:]}")
+                raise RuntimeError(f"celery worker {n} did not start:\n{log.read_text(errors='replace')[-3000:]}")
             time.sleep(0.3)
         return process
 
