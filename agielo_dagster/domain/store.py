@@ -391,8 +391,10 @@ class Store:
 
     @_guarded
     def parquet_source(self, path: str):
-        """What a parquet reader should open: the local path, or the bytes of an S3 object in an arrow buffer."""
-        return self.full_path(path) if self.is_local else _buffer(self.read_bytes(path))
+        """What a parquet reader should open: the local path, or the bytes of an S3 object as an arrow buffer."""
+        import pyarrow as pa
+
+        return self.full_path(path) if self.is_local else pa.py_buffer(self.read_bytes(path))
 
     @_guarded
     def read_schema(self, path: str):

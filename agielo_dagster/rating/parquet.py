@@ -31,11 +31,26 @@ from .glicko import RatingResult, rate_encoded
 
 __all__ = ["encode_parquet", "rate_parquet", "read_matches"]
 
-Paths = str | PathLike | Sequence[str | PathLike]
+Paths = str | PathLike | Any | Sequence[str | PathLike | Any]
 
 
-def _sources(paths: Paths) -> list[str]:
-    return [str(p) for p in paths] if isinstance(paths, (list, tuple)) else [str(paths)]
+def _sources(paths: Paths) -> list[Any]:
+    """Paths as strings; in-memory files (``pyarrow.Buffer`` or bytes) as they are."""
+
+    def one(p: Any) -> Any:
+        return str(p) if isinstance(p, (str, PathLike)) else p
+
+    return [one(p) for p in paths] if isinstance(paths, (list, tuple)) else [one(paths)]
+
+
+def _open(source: Any, filesystem: Any, **options: Any) -> Any:
+    """A new ``ParquetFile`` over a path or an in-memory file (each reader gets its own position)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if isinstance(source, (bytes, pa.Buffer)):
+        return pq.ParquetFile(pa.BufferReader(source), **options)
+    return pq.ParquetFile(source, filesystem=filesystem, **options)
 
 
 def read_matches(paths: Paths, *, filesystem: Any = None) -> Any:
@@ -56,13 +71,12 @@ def _row_groups(sources: list[str], filesystem: Any) -> Iterator[Any]:
 
     Each read opens its own reader: a ``ParquetFile`` is not safe to share between threads.
     """
-    import pyarrow.parquet as pq
 
     def read(source: str, group: int) -> Any:
-        reader = pq.ParquetFile(source, read_dictionary=["test_case_id", "agent_id"], filesystem=filesystem)
+        reader = _open(source, filesystem, read_dictionary=["test_case_id", "agent_id"])
         return reader.read_row_group(group, columns=list(MATCH_COLUMNS))
 
-    jobs = [(s, g) for s in sources for g in range(pq.ParquetFile(s, filesystem=filesystem).num_row_groups)]
+    jobs = [(s, g) for s in sources for g in range(_open(s, filesystem).num_row_groups)]
     with ThreadPoolExecutor(2) as pool:
         pending = [pool.submit(read, *job) for job in jobs[:2]]
         for k in range(len(jobs)):
@@ -135,16 +149,15 @@ def _floats(chunk: Any, name: str, out: np.ndarray, offset: int, what: str) -> N
 
 def encode_parquet(paths: Paths, *, filesystem: Any = None, what: str = "match table") -> Matches:
     """Validate and encode the matches of parquet file(s), one row group at a time (see the module docstring)."""
-    import pyarrow.parquet as pq
 
     sources = _sources(paths)
     n = 0
     for source in sources:
-        meta = pq.ParquetFile(source, filesystem=filesystem)
+        meta = _open(source, filesystem)
         missing = [c for c in MATCH_COLUMNS if c not in meta.schema_arrow.names]
         if missing:
             raise MatchTableError(
-                f"{what} {source} lacks column(s) {', '.join(missing)} (rule: required_columns)",
+                f"{what} {source if isinstance(source, str) else '(in memory)'} lacks column(s) {', '.join(missing)} (rule: required_columns)",
                 rule="required_columns",
                 column=missing[0],
             )

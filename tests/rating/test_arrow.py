@@ -136,6 +136,18 @@ def test_rate_parquet_equals_rating_the_read_table(tmp_path, matches):
     pd.testing.assert_frame_equal(streamed.agents.to_pandas(), rate(matches, seed=6).agents, check_exact=True)
 
 
+def test_rate_parquet_reads_files_held_in_memory(tmp_path, matches):
+    """An object store's file arrives as bytes: a buffer rates exactly as the same file on disk."""
+    from agielo_dagster.rating import rate_parquet
+
+    path = tmp_path / "m.parquet"
+    pq.write_table(pa.Table.from_pandas(matches, preserve_index=False), path, row_group_size=300)
+    on_disk = rate_parquet(path, seed=3)
+    in_memory = rate_parquet(pa.py_buffer(path.read_bytes()), seed=3)
+    assert in_memory.agents.equals(on_disk.agents) and in_memory.test_cases.equals(on_disk.test_cases)
+    assert rate_parquet([path.read_bytes()], seed=3).agents.equals(on_disk.agents)
+
+
 def test_rate_parquet_names_the_row_of_the_whole_table(tmp_path, matches):
     from agielo_dagster.rating import rate_parquet
 
