@@ -37,8 +37,12 @@ MATCH_SCHEMA = pa.schema(
 DICTIONARY_COLUMNS = ("test_case_id", "agent_id", "source_path", "source_version")
 
 
-def manifest_of(table: pa.Table | None) -> dict[str, tuple[str, str]]:
-    """agent → (source_path, source_version) recorded in a match table's metadata ({} if none)."""
+def manifest_of(table: pa.Table | None) -> dict[str, tuple[str, ...]]:
+    """agent → (source_path, source_version, spec_version) recorded in a match table's metadata ({} if none).
+
+    The spec version belongs to the key: the same raw file scored under another ``benchmark.yaml``
+    gives other scores.
+    """
     if table is None or not table.schema.metadata or b"agielo.manifest" not in table.schema.metadata:
         return {}
     return {agent: tuple(v) for agent, v in json.loads(table.schema.metadata[b"agielo.manifest"]).items()}
@@ -106,7 +110,7 @@ def build_match_table(store: Store, ledger: Ledger, previous: pa.Table | None = 
     slices = _agent_slices(previous) if reusable else {}
     pieces = []
     for r in accepted:
-        agent, source = r["agent"], (r["path"], r["version"])
+        agent, source = r["agent"], (r["path"], r["version"], r["spec_version"])
         if reusable.get(agent) == source and agent in slices:
             offset, length = slices[agent]
             pieces.append(previous.slice(offset, length).select(MATCH_SCHEMA.names))
@@ -133,7 +137,7 @@ def build_match_table(store: Store, ledger: Ledger, previous: pa.Table | None = 
     columns = [
         _canonical(table.column(c)) if c in DICTIONARY_COLUMNS else table.column(c).combine_chunks() for c in MATCH_SCHEMA.names
     ]
-    manifest = {r["agent"]: [r["path"], r["version"]] for r in accepted}
+    manifest = {r["agent"]: [r["path"], r["version"], r["spec_version"]] for r in accepted}
     metadata = {b"agielo.manifest": json.dumps(manifest, sort_keys=True).encode()}
     return pa.Table.from_arrays(columns, schema=MATCH_SCHEMA.with_metadata(metadata))
 
