@@ -163,7 +163,7 @@ def test_four_benchmarks_at_once_rated_by_the_workers_as_the_default_would(deplo
     def done():
         return settled(deploy) and warehouse(root) == expected
 
-    wait_for(done, "the daemon to rate the four benchmarks", deploy, timeout=150)
+    wait_for(done, "the daemon to rate the four benchmarks", deploy, timeout=300)
     assert warehouse(root) == expected  # byte for byte what the embedded default writes
 
     with instance(deploy) as inst:
@@ -224,6 +224,9 @@ def test_a_worker_killed_mid_step_fails_the_run_and_the_next_run_rates(deploymen
 
     run = wait_for(finished, "the killed run to finish", deploy, timeout=120)
     assert run.status == dg.DagsterRunStatus.FAILURE
+    with instance(deploy) as inst:  # failed by the Celery executor, which heard of the lost worker process
+        (failure,) = inst.all_logs(run_id, of_type=dg.DagsterEventType.RUN_FAILURE)
+    assert "WorkerLostError" in failure.dagster_event.event_specific_data.error.to_string(), failure
     # nothing of the killed step is visible: the rating outputs of "big" do not exist
     visible = {path for path in warehouse(root) if "/big." in path or path.startswith("big")}
     assert not any(p.split("/")[0] in ("rating_snapshots", "test_case_ratings", "agent_ratings") for p in visible), visible
@@ -236,7 +239,7 @@ def test_a_worker_killed_mid_step_fails_the_run_and_the_next_run_rates(deploymen
         ok = [r for r in runs if r.dagster_run.status == dg.DagsterRunStatus.SUCCESS]
         return ok if ok and settled(deploy) and warehouse(root) == expected else None
 
-    wait_for(rated_again, "the next run of 'big' to succeed", deploy, timeout=150)
+    wait_for(rated_again, "the next run of 'big' to succeed", deploy, timeout=240)
     assert warehouse(root) == expected
     assert not [p for p in (root / "warehouse").rglob(".*") if p.is_file()], "temporary files left behind"
     assert all(pid not in deploy.pool_processes() for pid in killed)  # Celery replaced the killed processes
