@@ -1,0 +1,558 @@
+"""Adaptive test-case selection: place a new agent from a small share of a benchmark.
+
+A benchmark that has been rated carries a frozen rating (μ_j, σ_j) for every test case. A new
+agent need not be run on all of them: the test cases whose difficulty is near its rating say the
+most about it (an agent rated 2200 learns almost nothing from a test case rated 1200 it is sure to
+solve). :func:`select_test_cases` picks the next batch by the Fisher information of the AGI-Elo
+(Glicko-1) model at the agent's current estimate, and :func:`place_sequentially` runs the loop:
+select a batch, reveal its results, place the agent with :func:`place_on_subset` (its rating against
+the frozen ratings, mapped to the joint rating's scale), and repeat until the interval is narrow enough or the budget is spent.
+
+The Fisher information of one match of an agent of rating θ against a test case N(μ_j, σ_j²) is::
+
+    I_j(θ) = q² g(σ_j)² E (1 − E),   E = 1 / (1 + 10^(−g(σ_j)(θ − μ_j)/400)),   q = ln 10 / 400
+
+(the precision it adds in the Glicko update). With the agent known only as N(μ, σ²), the
+expected information ∫ I_j(θ) N(θ; μ, σ²) dθ is taken by Gauss–Hermite quadrature: a wide σ
+favours test cases over a wider band of difficulty.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .frames import MatchTableError, encode_matches, floats_of, ids_of, require_columns, to_flavour, to_pandas
+from .glicko import DEFAULT_SHUFFLES, Q, g, place_agents
+from .intervals import z_of
+
+__all__ = ["SequentialPlacement", "expected_information", "place_on_subset", "place_sequentially", "select_test_cases"]
+
+METHODS = ("information", "random")
+DEFAULT_SPREAD = 25.0
+"""Elo: two test cases of a batch closer in difficulty than this are treated as near-duplicates."""
+START_MU, START_SIGMA = 1500.0, 350.0
+"""The prior of a new agent (as in :func:`rate` and :func:`place_agents`)."""
+_NODES, _WEIGHTS = np.polynomial.hermite_e.hermegauss(21)  # ∫ f(x) N(x; 0, 1) dx ≈ Σ w f(x) / √(2π)
+_WEIGHTS = _WEIGHTS / _WEIGHTS.sum()
+
+
+def expected_information(mu_test_case: Any, sigma_test_case: Any, agent_mu: float, agent_sigma: float = 0.0) -> np.ndarray:
+    """Fisher information of one match against each test case, expected over the agent's rating N(μ, σ²).
+
+    Parameters
+    ----------
+    mu_test_case, sigma_test_case : array_like
+        The test cases' ratings (σ = 0: exactly known).
+    agent_mu, agent_sigma : float
+        The agent's estimate; ``agent_sigma = 0`` is the information at ``agent_mu`` itself.
+
+    Returns
+    -------
+    numpy.ndarray
+        q² g(σ_j)² E(1 − E), averaged over the agent's rating by 21-point Gauss–Hermite quadrature.
+    """
+    mu_t = np.asarray(mu_test_case, dtype=np.float64)
+    g_t = g(sigma_test_case)
+    thetas = agent_mu + agent_sigma * _NODES if agent_sigma > 0 else np.array([agent_mu])
+    weights = _WEIGHTS if agent_sigma > 0 else np.array([1.0])
+    out = np.zeros(np.broadcast(mu_t, g_t).shape)
+    for theta, w in zip(thetas, weights, strict=True):
+        e = 1.0 / (1.0 + 10.0 ** (-g_t * (theta - mu_t) / 400.0))
+        out += w * e * (1.0 - e)
+    return Q * Q * g_t * g_t * out
+
+
+def _agent_estimate(agent_rating: Any, agent_sigma: Any) -> tuple[float, float] | None:
+    """``(mu, sigma)`` from ``agent_rating`` (a number or a pair) and ``agent_sigma``; None: nothing known."""
+    if agent_rating is None:
+        if agent_sigma is not None:
+            raise ValueError("agent_sigma needs agent_rating: a spread around which rating?")
+        return None
+    if isinstance(agent_rating, (tuple, list, np.ndarray)):
+        if len(agent_rating) != 2:
+            raise ValueError(f"agent_rating must be a rating or a pair (mu, sigma), got {agent_rating!r}")
+        if agent_sigma is not None:
+            raise ValueError("give sigma either in agent_rating=(mu, sigma) or as agent_sigma, not both")
+        mu, sigma = agent_rating
+    else:
+        mu, sigma = agent_rating, (0.0 if agent_sigma is None else agent_sigma)
+    try:
+        mu, sigma = float(mu), float(sigma)
+    except (TypeError, ValueError):
+        raise ValueError(f"agent_rating must be numbers, got {agent_rating!r} and sigma {agent_sigma!r}") from None
+    if not math.isfinite(mu):
+        raise ValueError(f"agent_rating must be finite, got {mu}")
+    if not (math.isfinite(sigma) and sigma >= 0):
+        raise ValueError(f"the agent's sigma must be finite and >= 0, got {sigma}")
+    return mu, sigma
+
+
+def _candidates(test_cases: Any, exclude: Iterable[Any]) -> pd.DataFrame:
+    """``test_case_id, mu, sigma`` of the rated test cases not excluded (σ = 0 when the table has none)."""
+    tc = to_pandas(test_cases)
+    require_columns(tc, ("test_case_id", "mu"), "test-case table")
+    ids = ids_of(tc, "test_case_id", "test-case table").astype(str).to_numpy(dtype=object)
+    index = pd.Index(ids)
+    if not index.is_unique:
+        dup = index[index.duplicated()][0]
+        raise MatchTableError(
+            f"test-case table lists {dup!r} more than once (rule: test_case_unique)",
+            rule="test_case_unique",
+            column="test_case_id",
+        )
+    mu = floats_of(tc, "mu", "test-case table")
+    sigma = floats_of(tc, "sigma", "test-case table", 0.0) if "sigma" in tc.columns else np.zeros(len(tc))
+    if isinstance(exclude, (str, bytes)):
+        raise ValueError("exclude must be a collection of test-case ids, not one string")
+    excluded = {str(x) for x in exclude}
+    keep = ~np.isin(ids, np.array(sorted(excluded), dtype=object)) if excluded else np.ones(len(ids), dtype=bool)
+    return pd.DataFrame({"test_case_id": ids[keep], "mu": mu[keep], "sigma": sigma[keep]})
+
+
+def _check_budget(budget: Any) -> int:
+    if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 1:
+        raise ValueError(f"budget must be an integer >= 1, got {budget!r}")
+    return int(budget)
+
+
+def _spread_greedy(mu: np.ndarray, info: np.ndarray, n: int, spread: float, tiebreak: np.ndarray) -> np.ndarray:
+    """Greedy batch: the most informative test case, then the next most informative discounted by its closeness in μ.
+
+    A candidate's worth is its information × Π over the batch so far of (1 − exp(−½(Δμ/spread)²)): a
+    near-duplicate of a chosen difficulty is worth almost nothing until the band around it is used up.
+    """
+    worth = info.astype(np.float64).copy()
+    chosen = np.empty(n, dtype=np.int64)
+    free = np.ones(len(mu), dtype=bool)
+    for k in range(n):
+        masked = np.where(free, worth, -np.inf)
+        best = np.flatnonzero(masked == masked.max())
+        pick = best[np.argmin(tiebreak[best])] if len(best) > 1 else best[0]
+        chosen[k] = pick
+        free[pick] = False
+        if spread > 0:
+            worth *= 1.0 - np.exp(-0.5 * ((mu - mu[pick]) / spread) ** 2)
+    return chosen
+
+
+def _stratified(mu: np.ndarray, n: int, tiebreak: np.ndarray) -> np.ndarray:
+    """The test cases nearest the quantiles (k + ½)/n of μ, the median first, then outwards."""
+    order = np.lexsort((tiebreak, mu))
+    targets = (np.arange(n) + 0.5) / n * len(mu) - 0.5
+    picks = np.clip(np.round(targets).astype(np.int64), 0, len(mu) - 1)
+    used = np.zeros(len(mu), dtype=bool)
+    out = []
+    for q in np.argsort(np.abs((np.arange(n) + 0.5) / n - 0.5), kind="stable"):
+        p = picks[q]
+        step = 0
+        while used[p]:  # taken (more quantiles than distinct ranks): the nearest free rank
+            step += 1
+            for cand in (picks[q] - step, picks[q] + step):
+                if 0 <= cand < len(mu) and not used[cand]:
+                    p = cand
+                    break
+        used[p] = True
+        out.append(order[p])
+    return np.asarray(out, dtype=np.int64)
+
+
+def select_test_cases(
+    test_cases: Any,
+    budget: int,
+    *,
+    agent_rating: Any = None,
+    agent_sigma: float | None = None,
+    exclude: Iterable[Any] = (),
+    method: str = "information",
+    seed: int = 0,
+    spread: float = DEFAULT_SPREAD,
+) -> pd.DataFrame:
+    """The next ``budget`` test cases to evaluate a new agent on, most useful first.
+
+    Parameters
+    ----------
+    test_cases : DataFrame or pyarrow.Table
+        The frozen test-case ratings (``test_cases`` of :func:`rate`): ``test_case_id, mu`` and
+        optionally ``sigma`` (without it the ratings count as exactly known).
+    budget : int
+        How many test cases to return (fewer when fewer are left).
+    agent_rating : float or (float, float), optional
+        The agent's current estimate: a rating, or a pair ``(mu, sigma)``. None: nothing known yet.
+    agent_sigma : float, optional
+        The estimate's σ, when ``agent_rating`` is a single number (the expected information is
+        then integrated over N(mu, sigma²)).
+    exclude : iterable of ids
+        Test cases already evaluated (never returned).
+    method : {"information", "random"}
+        ``information``: greedy by the expected Fisher information at the estimate, spread in
+        difficulty (see ``spread``); with no estimate, a difficulty-stratified start (the test
+        cases at the quantiles (k + ½)/budget of μ, the median first). ``random``: a uniform
+        random sample (seeded), for comparison.
+    seed : int
+        Seed of the random sample and of tie-breaks between equally useful test cases.
+    spread : float
+        Elo scale of the batch's repulsion: a candidate within ``spread`` of an already chosen
+        difficulty has its worth multiplied by 1 − exp(−½(Δμ/spread)²). 0 turns it off (pure
+        information order).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``test_case_id, mu, sigma, information`` in the order to evaluate them; ``information`` is
+        the expected Fisher information of one match at the agent's estimate (at the new-agent prior
+        N(1500, 350²) when nothing is known).
+    """
+    n = _check_budget(budget)
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+    if not (isinstance(spread, (int, float, np.floating)) and math.isfinite(spread) and spread >= 0):
+        raise ValueError(f"spread must be a finite number >= 0, got {spread!r}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise ValueError(f"seed must be an integer, got {seed!r}")
+    estimate = _agent_estimate(agent_rating, agent_sigma)
+    pool = _candidates(test_cases, exclude)
+    n = min(n, len(pool))
+    mu, sigma = pool["mu"].to_numpy(), pool["sigma"].to_numpy()
+    at_mu, at_sigma = estimate if estimate is not None else (START_MU, START_SIGMA)
+    info = expected_information(mu, sigma, at_mu, at_sigma)
+    rng = np.random.default_rng(seed)
+    if method == "random":
+        chosen = rng.permutation(len(pool))[:n]
+    else:
+        tiebreak = rng.permutation(len(pool))
+        if estimate is None:
+            chosen = _stratified(mu, n, tiebreak)
+        else:
+            chosen = _spread_greedy(mu, info, n, float(spread), tiebreak)
+    out = pool.iloc[chosen].assign(information=info[chosen])
+    return out.reset_index(drop=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# placement from a chosen subset
+
+
+DISPERSION_PRIOR = 10.0
+"""Pseudo-matches of dispersion 1 (Bernoulli) blended into the measured dispersion of few results."""
+
+
+def _map_estimate(score: np.ndarray, mu_t: np.ndarray, g_t: np.ndarray, prior_mu: float, prior_sigma: float) -> float:
+    """The agent's rating against frozen test cases: the posterior mode under the prior N(prior_mu, prior_sigma²)."""
+    theta = prior_mu
+    for _ in range(100):
+        e = 1.0 / (1.0 + 10.0 ** (-g_t * (theta - mu_t) / 400.0))
+        grad = Q * np.sum(g_t * (score - e)) - (theta - prior_mu) / prior_sigma**2
+        info = Q * Q * np.sum(g_t * g_t * e * (1.0 - e)) + 1.0 / prior_sigma**2
+        step = float(np.clip(grad / info, -200.0, 200.0))
+        theta += step
+        if abs(step) < 1e-7:
+            break
+    return theta
+
+
+def _frozen_fit(score, mu_t, sig_t, prior_mu, prior_sigma) -> tuple[float, float]:
+    """(θ, se of θ) of one agent against frozen test cases: mode, and a variance for its results and their ratings.
+
+    The variance is the inverse information scaled by the results' dispersion (squared residuals
+    over their model variance; graded scores vary less than right/wrong ones), shrunk towards 1 by
+    ``DISPERSION_PRIOR`` pseudo-matches, plus the test cases' own rating uncertainty propagated
+    through dθ/dμ_j = w_j / Σw (w = g²E(1 − E)).
+    """
+    g_t = g(sig_t)
+    theta = _map_estimate(score, mu_t, g_t, prior_mu, prior_sigma)
+    e = 1.0 / (1.0 + 10.0 ** (-g_t * (theta - mu_t) / 400.0))
+    w = g_t * g_t * e * (1.0 - e)
+    resid = np.sum((g_t * (score - e)) ** 2)  # each term has expectation w under the model
+    dispersion = (resid + DISPERSION_PRIOR * np.mean(w)) / (np.sum(w) + DISPERSION_PRIOR * np.mean(w))
+    prior_prec = 1.0 / prior_sigma**2
+    info = Q * Q * np.sum(w)
+    var = (dispersion * info + prior_prec) / (info + prior_prec) ** 2  # 1 / (info + prior) when dispersion = 1
+    weights = Q * Q * w / (info + prior_prec)
+    var += float(np.sum(weights**2 * sig_t**2))
+    return float(theta), float(math.sqrt(var))
+
+
+def place_on_subset(
+    new_matches: Any,
+    test_cases: Any,
+    *,
+    level: float = 0.9,
+    shuffles: int = DEFAULT_SHUFFLES,
+    seed: int | None = 42,
+    init_mu: float = 1500.0,
+    init_sigma: float = 350.0,
+) -> Any:
+    """Place new agents from any chosen subset of the test cases (an adaptive one too), where a joint re-rating would put them.
+
+    :func:`place_agents` replays the agent's matches against the test cases' rating histories:
+    right for a representative sample of the benchmark, but biased when the subset was chosen by
+    difficulty (a test case picked because its final rating is near the agent's was rated much
+    lower during most of its history). Here the two steps are separated:
+
+    1. the agent's rating θ on the scale of the frozen final ratings, from its results alone
+       (posterior mode under N(init_mu, init_sigma²), the Glicko expected score with g(σ_j)): valid
+       whichever test cases were chosen, adaptively or not, since the choice depends only on
+       results already seen;
+    2. the map f(θ) to the joint rating's scale: where :func:`place_agents` would put an agent that
+       scores its expected score E_j(θ) on every test case of the table.
+
+    ``mu = f(θ)``; ``mu_lo, mu_hi = f(θ ∓ z·se)`` (f is increasing), where se accounts for the results'
+    dispersion and for the test cases' rating uncertainty (their σ).
+
+    Parameters
+    ----------
+    new_matches : DataFrame or pyarrow.Table
+        ``test_case_id, agent_id, metric, score`` of the new agent(s), on any test cases of the table.
+    test_cases : DataFrame or pyarrow.Table
+        The frozen ``test_cases`` of :func:`rate` (``test_case_id, mu``; ``sigma`` and the history
+        columns when present).
+    level : float
+        Confidence level of ``mu_lo, mu_hi``.
+    shuffles, seed : int
+        Replays of :func:`place_agents` behind the map f, and their seed.
+    init_mu, init_sigma : float
+        The new agent's prior (and :func:`place_agents`' start).
+
+    Returns
+    -------
+    DataFrame or pyarrow.Table
+        ``agent_id, mu, sigma, mu_lo, mu_hi, matches, mean_score, mean_metric, theta, theta_se``:
+        as :func:`place_agents`, with ``sigma = (mu_hi − mu_lo) / 2z`` and ``theta, theta_se`` the
+        estimate on the frozen scale (what :func:`select_test_cases` takes).
+    """
+    z = z_of(level)
+    if not (math.isfinite(init_mu) and math.isfinite(init_sigma) and init_sigma > 0):
+        raise ValueError(f"init_mu must be finite and init_sigma > 0, got {init_mu}, {init_sigma}")
+    m = encode_matches(new_matches, "new match table")
+    tc = to_pandas(test_cases)
+    pool = _candidates(tc, ())
+    pos = pd.Index(pool["test_case_id"]).get_indexer(pd.Index(np.asarray(m.test_case_ids).astype(str)))
+    if (pos < 0).any():
+        unknown = np.asarray(m.test_case_ids)[pos < 0]
+        rows = np.flatnonzero(np.isin(m.test_case, np.flatnonzero(pos < 0)))
+        raise MatchTableError(
+            f"new match table row {rows[0]}: test case {unknown[0]!r} has no frozen rating "
+            f"({len(unknown)} unknown test case(s); rule: test_case_known)",
+            rule="test_case_known",
+            row=int(rows[0]),
+            column="test_case_id",
+        )
+    mu_all, sig_all = pool["mu"].to_numpy(), pool["sigma"].to_numpy()
+    t_of = pos[m.test_case]
+    fits = []
+    for a in range(m.n_agents):
+        rows = np.flatnonzero(m.agent == a)
+        t = t_of[rows]
+        fits.append(_frozen_fit(m.score[rows], mu_all[t], sig_all[t], float(init_mu), float(init_sigma)))
+    theta = np.array([f[0] for f in fits])
+    theta_se = np.array([f[1] for f in fits])
+    # the map f: synthetic agents scoring their expected score on every test case, placed by replay
+    points = np.column_stack([theta - z * theta_se, theta, theta + z * theta_se]).ravel()
+    g_all = g(sig_all)
+    expected = 1.0 / (1.0 + 10.0 ** (-g_all[None, :] * (points[:, None] - mu_all[None, :]) / 400.0))
+    names = np.array([f"point_{k:06d}" for k in range(len(points))], dtype=object)
+    synthetic = pd.DataFrame(
+        {
+            "test_case_id": np.tile(pool["test_case_id"].to_numpy(), len(points)),
+            "agent_id": np.repeat(names, len(mu_all)),
+            "metric": expected.ravel(),
+            "score": expected.ravel(),
+        }
+    )
+    mapped = to_pandas(
+        place_agents(synthetic, tc, level=level, shuffles=shuffles, seed=seed, init_mu=init_mu, init_sigma=init_sigma)
+    )
+    f = mapped.set_index("agent_id").loc[names, "mu"].to_numpy().reshape(-1, 3)
+    f = np.maximum.accumulate(f, axis=1)  # f is increasing; guard the replays' noise
+    a_n = np.bincount(m.agent, minlength=m.n_agents)
+    agents = pd.DataFrame(
+        {
+            "agent_id": m.agent_ids,
+            "mu": f[:, 1],
+            "sigma": (f[:, 2] - f[:, 0]) / (2.0 * z),
+            "mu_lo": f[:, 0],
+            "mu_hi": f[:, 2],
+            "matches": a_n,
+            "mean_score": np.bincount(m.agent, m.score, m.n_agents) / a_n,
+            "mean_metric": np.bincount(m.agent, m.metric, m.n_agents) / a_n,
+            "theta": theta,
+            "theta_se": theta_se,
+        }
+    )
+    return to_flavour(agents, m.flavour)
+
+
+# ---------------------------------------------------------------------------------------------
+# the sequential loop
+
+
+@dataclass
+class SequentialPlacement:
+    """What :func:`place_sequentially` found.
+
+    Attributes
+    ----------
+    placement : pandas.DataFrame
+        The last placement: one row of :func:`place_on_subset` (``agent_id, mu, sigma, mu_lo, mu_hi, …``).
+    test_case_ids : list of str
+        The test cases evaluated, in the order they were chosen.
+    history : pandas.DataFrame
+        One row per batch: ``step, evaluated, mu, sigma, mu_lo, mu_hi, width``.
+    stopped : str
+        ``max_width`` (the interval got narrow enough), ``budget`` or ``exhausted`` (no test case left).
+    matches : pandas.DataFrame
+        The revealed results the placement rests on.
+    """
+
+    placement: pd.DataFrame
+    test_case_ids: list[str]
+    history: pd.DataFrame
+    stopped: str
+    matches: pd.DataFrame = field(repr=False)
+
+
+def _revealer(results: Any) -> Callable[[list[str]], pd.DataFrame]:
+    """A function from test-case ids to the agent's results on them."""
+    if callable(results):
+        return lambda ids: to_pandas(results(list(ids)))
+    frame = to_pandas(results)
+    require_columns(frame, ("test_case_id", "agent_id", "metric", "score"), "results")
+    if frame["agent_id"].nunique() > 1:
+        raise ValueError(f"results must be one agent's, got {frame['agent_id'].nunique()} agents")
+    keyed = frame.assign(_key=ids_of(frame, "test_case_id", "results").astype(str))
+    return lambda ids: keyed[keyed["_key"].isin(ids)].drop(columns="_key")
+
+
+def _budget_of(budget: Any, n_test_cases: int) -> int:
+    """An integer budget, or a share in (0, 1) of the benchmark's test cases (at least one)."""
+    if isinstance(budget, float) and not isinstance(budget, bool):
+        if not 0.0 < budget < 1.0:
+            raise ValueError(f"a fractional budget must be inside (0, 1), got {budget}")
+        return max(1, int(round(budget * n_test_cases)))
+    return _check_budget(budget)
+
+
+def place_sequentially(
+    results: Any,
+    test_cases: Any,
+    *,
+    budget: int | float,
+    batch_size: int = 10,
+    first_batch: int | None = None,
+    max_width: float | None = None,
+    method: str = "information",
+    level: float = 0.9,
+    seed: int = 0,
+    spread: float = DEFAULT_SPREAD,
+    **place_options: Any,
+) -> SequentialPlacement:
+    """Place one new agent by revealing its results a batch at a time, chosen adaptively.
+
+    Each step selects the next batch with :func:`select_test_cases` at the current estimate (a
+    difficulty-stratified first batch), reveals the agent's results on it, and places the agent
+    with :func:`place_on_subset` on everything revealed so far. It stops when the ``level`` interval is
+    at most ``max_width`` Elo wide, when ``budget`` test cases have been evaluated, or when none is
+    left. The test-case ratings are never changed.
+
+    Parameters
+    ----------
+    results : DataFrame or callable
+        How to reveal results: the agent's full results (``test_case_id, agent_id, metric, score``,
+        one agent; a simulation or a replay of a finished run), or a callable that takes a list of
+        test-case ids and returns the agent's results on them (e.g. runs the model). Test cases it
+        returns nothing for count as spent but do not inform the placement.
+    test_cases : DataFrame or pyarrow.Table
+        The frozen test-case ratings, as for :func:`place_agents` (with their history columns).
+    budget : int or float
+        The most test cases to evaluate, or a share in (0, 1) of the benchmark's (0.05: 5%).
+    batch_size : int
+        Test cases per step after the first.
+    first_batch : int, optional
+        Size of the difficulty-stratified first batch (default ``batch_size``).
+    max_width : float, optional
+        Stop once ``mu_hi − mu_lo`` is at most this (Elo). None: spend the budget.
+    method : {"information", "random"}
+        The selection of :func:`select_test_cases` (``random`` for comparison).
+    level : float
+        Confidence level of the interval (and of the stopping rule).
+    seed : int
+        Seed of the selection (step k uses the seed spawned from (seed, k)) and of :func:`place_agents`.
+    spread : float
+        The batch's repulsion in difficulty (see :func:`select_test_cases`).
+    **place_options
+        Passed to :func:`place_on_subset` (``shuffles``, ``init_mu``, ``init_sigma``).
+
+    Returns
+    -------
+    SequentialPlacement
+        The final placement, the test cases used in order, one history row per step and why it stopped.
+    """
+    reveal = _revealer(results)
+    z_of(level)  # a bad level fails before any result is revealed
+    tc = to_pandas(test_cases)
+    require_columns(tc, ("test_case_id", "mu"), "test-case table")
+    total = _budget_of(budget, len(tc))
+    step_size = _check_budget(batch_size)
+    first = step_size if first_batch is None else _check_budget(first_batch)
+    if max_width is not None and not (math.isfinite(max_width) and max_width > 0):
+        raise ValueError(f"max_width must be a positive number of Elo, got {max_width!r}")
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+    used: list[str] = []
+    revealed: list[pd.DataFrame] = []
+    history: list[dict] = []
+    placement: pd.DataFrame | None = None
+    estimate: tuple[float, float] | None = None
+    stopped = "budget"
+    step = 0
+    while len(used) < total:
+        size = min(first if step == 0 else step_size, total - len(used))
+        step_seed = int(np.random.SeedSequence([seed, step]).generate_state(1)[0])
+        batch = select_test_cases(tc, size, agent_rating=estimate, exclude=used, method=method, seed=step_seed, spread=spread)
+        if not len(batch):
+            stopped = "exhausted"
+            break
+        ids = batch["test_case_id"].tolist()
+        used.extend(ids)
+        rows = reveal(ids)
+        if len(rows):
+            revealed.append(rows)
+        step += 1
+        if not revealed:
+            continue
+        matches = pd.concat(revealed, ignore_index=True)
+        placement = to_pandas(place_on_subset(matches, tc, level=level, seed=seed, **place_options))
+        row = placement.iloc[0]
+        estimate = (float(row["theta"]), float(row["theta_se"]))
+        width = float(row["mu_hi"] - row["mu_lo"])
+        history.append(
+            dict(
+                step=step,
+                evaluated=len(used),
+                mu=row["mu"],
+                sigma=row["sigma"],
+                mu_lo=row["mu_lo"],
+                mu_hi=row["mu_hi"],
+                width=width,
+            )
+        )
+        if max_width is not None and width <= max_width:
+            stopped = "max_width"
+            break
+    if len(used) >= total and stopped != "max_width":
+        stopped = "budget"
+    if placement is None:
+        raise ValueError("no results were revealed for any selected test case: nothing to place")
+    return SequentialPlacement(
+        placement=placement,
+        test_case_ids=used,
+        history=pd.DataFrame(history),
+        stopped=stopped,
+        matches=pd.concat(revealed, ignore_index=True),
+    )

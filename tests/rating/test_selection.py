@@ -1,0 +1,197 @@
+"""Adaptive test-case selection and sequential placement: unit tests, then the 5%-of-a-benchmark study."""
+
+import numpy as np
+import pandas as pd
+import polars as pl
+import pytest
+
+from agielo_dagster.rating import (
+    MatchTableError,
+    place_on_subset,
+    place_sequentially,
+    rate,
+    select_test_cases,
+    simulate_matches,
+)
+from agielo_dagster.rating.selection import expected_information
+
+
+@pytest.fixture(scope="module")
+def rated():
+    """A simulated benchmark of 1,500 test cases and 10 agents, and its joint rating without agent_5."""
+    rng = np.random.default_rng(11)
+    matches = simulate_matches(rng.normal(1500, 300, 1500), np.linspace(1200, 2000, 10), seed=5)
+    rest = rate(matches[matches.agent_id != "agent_5"], seed=1, with_reliability=False)
+    return matches, rest.test_cases
+
+
+def table(mu, sigma=None):
+    frame = pd.DataFrame({"test_case_id": [f"t{i}" for i in range(len(mu))], "mu": np.asarray(mu, dtype=float)})
+    if sigma is not None:
+        frame["sigma"] = sigma
+    return frame
+
+
+# ---------------------------------------------------------------------------------------------
+# select_test_cases
+
+
+def test_the_budget_is_respected_and_the_columns_are_the_plan(rated):
+    _, tc = rated
+    plan = select_test_cases(tc, 25, agent_rating=(1700, 80))
+    assert list(plan.columns) == ["test_case_id", "mu", "sigma", "information"]
+    assert len(plan) == 25 and plan["test_case_id"].is_unique
+    assert len(select_test_cases(tc, 10_000, agent_rating=1700)) == len(tc)  # no more than there are
+    assert len(select_test_cases(tc, 7, method="random")) == 7
+    assert len(select_test_cases(tc, 9)) == 9
+
+
+def test_excluded_test_cases_are_never_chosen(rated):
+    _, tc = rated
+    first = select_test_cases(tc, 30, agent_rating=(1600, 50))
+    second = select_test_cases(tc, 30, agent_rating=(1600, 50), exclude=first["test_case_id"])
+    assert not set(first["test_case_id"]) & set(second["test_case_id"])
+    assert second["information"].iloc[0] <= first["information"].iloc[0]
+    everything = select_test_cases(tc, 5, agent_rating=1600, exclude=tc["test_case_id"])
+    assert len(everything) == 0 and list(everything.columns) == ["test_case_id", "mu", "sigma", "information"]
+    # ids given as integers match their decimal text
+    ints = table([1400, 1500, 1600]).assign(test_case_id=[1, 2, 3])
+    assert sorted(select_test_cases(ints, 3, agent_rating=1500, exclude=[2])["test_case_id"]) == ["1", "3"]
+
+
+def test_the_most_informative_come_first():
+    tc = table(np.linspace(1000, 2000, 201), np.full(201, 30.0))
+    plan = select_test_cases(tc, 20, agent_rating=1620, spread=0)
+    info = plan["information"].to_numpy()
+    assert plan["mu"].iloc[0] == pytest.approx(1620)
+    assert (np.diff(info) <= 1e-15).all()  # pure information order
+    spread = select_test_cases(tc, 20, agent_rating=1620)
+    assert spread["mu"].iloc[0] == pytest.approx(1620)  # the best first, then spread in difficulty
+    assert np.min(np.diff(np.sort(spread["mu"]))) >= 10.0  # no two near-duplicates
+    assert np.ptp(spread["mu"]) > np.ptp(plan["mu"])
+    # a wide estimate integrates the information over the agent's uncertainty
+    assert expected_information(1620, 30, 1620, 300) < expected_information(1620, 30, 1620, 0)
+    assert expected_information(2200, 30, 1620, 300) > expected_information(2200, 30, 1620, 0)
+
+
+def test_an_uncertain_test_case_is_worth_less():
+    tc = table([1500, 1500.5], [300.0, 20.0])
+    plan = select_test_cases(tc, 2, agent_rating=1500, spread=0)
+    assert plan["test_case_id"].tolist() == ["t1", "t0"]
+
+
+def test_the_start_is_stratified_by_difficulty(rated):
+    _, tc = rated
+    plan = select_test_cases(tc, 9)
+    quantiles = np.quantile(tc["mu"], (np.arange(9) + 0.5) / 9)
+    np.testing.assert_allclose(np.sort(plan["mu"]), quantiles, atol=15)
+    assert plan["mu"].iloc[0] == pytest.approx(np.median(tc["mu"]), abs=15)  # the median first
+
+
+def test_selection_is_deterministic_by_seed_and_accepts_arrow_and_polars(rated):
+    _, tc = rated
+    a = select_test_cases(tc, 40, method="random", seed=3)
+    b = select_test_cases(pl.from_pandas(tc), 40, method="random", seed=3)
+    c = select_test_cases(tc, 40, method="random", seed=4)
+    pd.testing.assert_frame_equal(a, b)
+    assert set(a["test_case_id"]) != set(c["test_case_id"])
+    d = select_test_cases(pl.from_pandas(tc).to_arrow(), 40, agent_rating=(1800, 40), seed=9)
+    pd.testing.assert_frame_equal(d, select_test_cases(tc, 40, agent_rating=(1800, 40), seed=9))
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(budget=0), "budget"),
+        (dict(budget=2.5), "budget"),
+        (dict(budget=True), "budget"),
+        (dict(budget=3, method="bandit"), "method"),
+        (dict(budget=3, agent_rating=float("nan")), "finite"),
+        (dict(budget=3, agent_rating=(1500, -1)), "sigma"),
+        (dict(budget=3, agent_rating=(1500,)), "pair"),
+        (dict(budget=3, agent_rating=(1500, 20), agent_sigma=20), "not both"),
+        (dict(budget=3, agent_sigma=20), "agent_rating"),
+        (dict(budget=3, agent_rating="strong"), "numbers"),
+        (dict(budget=3, spread=-1), "spread"),
+        (dict(budget=3, seed="x"), "seed"),
+        (dict(budget=3, exclude="t1"), "collection"),
+    ],
+)
+def test_bad_arguments_are_clear_errors(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        select_test_cases(table([1400, 1500, 1600]), **kwargs)
+
+
+def test_bad_tables_are_errors():
+    with pytest.raises(MatchTableError, match="mu"):
+        select_test_cases(pd.DataFrame({"test_case_id": ["a"]}), 1)
+    with pytest.raises(MatchTableError, match="more than once"):
+        select_test_cases(pd.DataFrame({"test_case_id": ["a", "a"], "mu": [1.0, 2.0]}), 1)
+    with pytest.raises(MatchTableError):
+        select_test_cases(pd.DataFrame({"test_case_id": ["a", "b"], "mu": [1.0, np.nan]}), 1)
+
+
+# ---------------------------------------------------------------------------------------------
+# place_on_subset and place_sequentially
+
+
+def test_sequential_placement_spends_its_budget_and_no_more(rated):
+    matches, tc = rated
+    mine = matches[matches.agent_id == "agent_5"]
+    run = place_sequentially(mine, tc, budget=75, batch_size=10, first_batch=5, seed=1)
+    assert run.stopped == "budget" and len(run.test_case_ids) == 75 and len(set(run.test_case_ids)) == 75
+    assert run.history["evaluated"].tolist() == [5, 15, 25, 35, 45, 55, 65, 75]
+    assert run.placement["matches"].iloc[0] == 75
+    again = place_sequentially(mine, tc, budget=75, batch_size=10, first_batch=5, seed=1)
+    assert again.test_case_ids == run.test_case_ids
+    pd.testing.assert_frame_equal(again.placement, run.placement)
+    share = place_sequentially(mine, tc, budget=0.05, batch_size=25, seed=1)
+    assert len(share.test_case_ids) == 75  # 5% of 1,500
+
+
+def test_sequential_placement_stops_when_the_interval_is_narrow(rated):
+    matches, tc = rated
+    mine = matches[matches.agent_id == "agent_5"]
+    run = place_sequentially(mine, tc, budget=600, batch_size=10, max_width=150, seed=1)
+    assert run.stopped == "max_width" and len(run.test_case_ids) < 600
+    last = run.placement.iloc[0]
+    assert last["mu_hi"] - last["mu_lo"] <= 150 < run.history["width"].iloc[-2]
+
+
+def test_results_can_be_revealed_by_a_callable(rated):
+    matches, tc = rated
+    mine = matches[matches.agent_id == "agent_5"].set_index("test_case_id")
+    asked = []
+
+    def run_model(ids):
+        asked.append(list(ids))
+        return mine.loc[ids].reset_index()
+
+    run = place_sequentially(run_model, tc, budget=30, batch_size=10, seed=2)
+    assert [len(a) for a in asked] == [10, 10, 10] and sum(asked, []) == run.test_case_ids
+    same = place_sequentially(mine.reset_index(), tc, budget=30, batch_size=10, seed=2)
+    pd.testing.assert_frame_equal(run.placement, same.placement)
+
+
+def test_sequential_placement_refuses_bad_input(rated):
+    matches, tc = rated
+    with pytest.raises(ValueError, match="one agent"):
+        place_sequentially(matches, tc, budget=10)
+    mine = matches[matches.agent_id == "agent_5"]
+    for kwargs in (dict(budget=0), dict(budget=1.5), dict(budget=10, batch_size=0), dict(budget=10, max_width=-5)):
+        with pytest.raises(ValueError):
+            place_sequentially(mine, tc, **kwargs)
+    with pytest.raises(ValueError, match="nothing to place"):
+        place_sequentially(lambda ids: mine.iloc[:0], tc, budget=10)
+
+
+def test_placement_on_the_whole_benchmark_agrees_with_the_joint_rating(rated):
+    matches, tc = rated
+    joint = rate(matches, seed=1, with_reliability=False).agents.set_index("agent_id")
+    placed = place_on_subset(matches[matches.agent_id == "agent_5"], tc).iloc[0]
+    assert placed["mu"] == pytest.approx(joint.loc["agent_5", "mu"], abs=15)
+    assert placed["mu_lo"] < joint.loc["agent_5", "mu"] < placed["mu_hi"]
+    assert placed["mu_lo"] < placed["mu"] < placed["mu_hi"]
+    with pytest.raises(MatchTableError) as err:
+        place_on_subset(matches[matches.agent_id == "agent_5"].iloc[:1].assign(test_case_id="nowhere"), tc)
+    assert err.value.rule == "test_case_known"
