@@ -3,6 +3,7 @@
 import dagster as dg
 
 from .domain.status import BENCHMARK_OUTPUTS, NIGHTLY_OUTPUTS
+from .hooks import RELEASE_MEMORY
 
 # a benchmark's run: its ledger first (which ends the run early when nothing is stale), then every output
 RATE_SELECTION = ("upload_ledger", *BENCHMARK_OUTPUTS)
@@ -10,6 +11,7 @@ RATE_SELECTION = ("upload_ledger", *BENCHMARK_OUTPUTS)
 rate_benchmarks = dg.define_asset_job(
     "rate_benchmarks",
     selection=dg.AssetSelection.assets(*RATE_SELECTION) | dg.AssetSelection.checks_for_assets("upload_ledger"),
+    hooks=RELEASE_MEMORY,
     description="Bring a benchmark up to date: validate new or changed uploads, then rebuild its match table, "
     "ratings, reliability report, competency gaps and report, only if its inputs changed.",
 )
@@ -18,6 +20,7 @@ rate_benchmarks_nightly = dg.define_asset_job(
     "rate_benchmarks_nightly",
     selection=dg.AssetSelection.assets(*RATE_SELECTION, *NIGHTLY_OUTPUTS) | dg.AssetSelection.checks_for_assets("upload_ledger"),
     config={"ops": {"upload_ledger": {"config": {"rerate": True}}}},
+    hooks=RELEASE_MEMORY,
     description="Everything rate_benchmarks does, always re-rating, plus estimator comparison and bootstrap uncertainty.",
 )
 

@@ -289,8 +289,23 @@ class _Run:
     t_sig_after: np.ndarray
 
 
+def history_levels(m: Matches) -> int:
+    """How many of the levels 1, 2, 4, …, 128 some test case plays beyond (the others would stay empty)."""
+    most = int(np.bincount(m.test_case, minlength=1).max()) if len(m) else 0
+    return sum((1 << depth) < most for depth in range(HISTORY_LEVELS))
+
+
 def _play(
-    o: _Ordered, reverse: bool, ends, tc_ends, n_a: int, n_t: int, init_mu: float, init_sigma: float, on_segment=None
+    o: _Ordered,
+    reverse: bool,
+    ends,
+    tc_ends,
+    n_a: int,
+    n_t: int,
+    init_mu: float,
+    init_sigma: float,
+    levels: int = HISTORY_LEVELS,
+    on_segment=None,
 ) -> _Run:
     n = len(o.agent)
     a_mu, a_sig = np.full(n_a, init_mu), np.full(n_a, init_sigma)
@@ -304,8 +319,8 @@ def _play(
         np.empty((len(ends), n_a)),
         np.empty((len(tc_ends), n_t)),
         np.empty((len(tc_ends), n_t)),
-        np.full((HISTORY_LEVELS, n_t), np.nan),
-        np.full((HISTORY_LEVELS, n_t), np.nan),
+        np.full((levels, n_t), np.nan),
+        np.full((levels, n_t), np.nan),
     )
     t_played = np.zeros(n_t, dtype=np.int64)
     done = 0
@@ -518,7 +533,8 @@ def run_orders(
     measurer, what ``then`` returned).
     """
     n_a, n_t = m.n_agents, m.n_test_cases
-    state = (ends, tc_ends, n_a, n_t, init_mu, init_sigma)
+    # a benchmark of few agents and many test cases keeps only the history levels it reaches
+    state = (ends, tc_ends, n_a, n_t, init_mu, init_sigma, history_levels(m))
     score_dtype = _score_dtype(m.score)
     pool = ThreadPoolExecutor(workers) if workers > 1 else _Inline()
     try:
