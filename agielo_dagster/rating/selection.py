@@ -31,7 +31,15 @@ from .frames import MatchTableError, encode_matches, floats_of, ids_of, require_
 from .glicko import DEFAULT_SHUFFLES, Q, g, place_agents
 from .intervals import z_of
 
-__all__ = ["SequentialPlacement", "expected_information", "place_on_subset", "place_sequentially", "select_test_cases"]
+__all__ = [
+    "SequentialPlacement",
+    "expected_information",
+    "place_on_subset",
+    "place_sequentially",
+    "placement_study",
+    "select_test_cases",
+    "study_summary",
+]
 
 METHODS = ("information", "random")
 DEFAULT_SPREAD = 25.0
@@ -242,13 +250,13 @@ DISPERSION_PRIOR = 10.0
 """Pseudo-matches of dispersion 1 (Bernoulli) blended into the measured dispersion of few results."""
 
 
-def _map_estimate(score: np.ndarray, mu_t: np.ndarray, g_t: np.ndarray, prior_mu: float, prior_sigma: float) -> float:
-    """The agent's rating against frozen test cases: the posterior mode under the prior N(prior_mu, prior_sigma²)."""
+def _map_estimate(score, mu_t, g_t, design, prior_mu: float, prior_sigma: float) -> float:
+    """The agent's rating against frozen test cases: the root of the (design-weighted) score equation with the prior."""
     theta = prior_mu
     for _ in range(100):
         e = 1.0 / (1.0 + 10.0 ** (-g_t * (theta - mu_t) / 400.0))
-        grad = Q * np.sum(g_t * (score - e)) - (theta - prior_mu) / prior_sigma**2
-        info = Q * Q * np.sum(g_t * g_t * e * (1.0 - e)) + 1.0 / prior_sigma**2
+        grad = Q * np.sum(design * g_t * (score - e)) - (theta - prior_mu) / prior_sigma**2
+        info = Q * Q * np.sum(design * g_t * g_t * e * (1.0 - e)) + 1.0 / prior_sigma**2
         step = float(np.clip(grad / info, -200.0, 200.0))
         theta += step
         if abs(step) < 1e-7:
@@ -256,25 +264,28 @@ def _map_estimate(score: np.ndarray, mu_t: np.ndarray, g_t: np.ndarray, prior_mu
     return theta
 
 
-def _frozen_fit(score, mu_t, sig_t, prior_mu, prior_sigma) -> tuple[float, float]:
-    """(θ, se of θ) of one agent against frozen test cases: mode, and a variance for its results and their ratings.
+def _frozen_fit(score, mu_t, sig_t, design, prior_mu, prior_sigma) -> tuple[float, float]:
+    """(θ, se of θ) of one agent against frozen test cases: the mode, and a variance for its results and their ratings.
 
-    The variance is the inverse information scaled by the results' dispersion (squared residuals
-    over their model variance; graded scores vary less than right/wrong ones), shrunk towards 1 by
-    ``DISPERSION_PRIOR`` pseudo-matches, plus the test cases' own rating uncertainty propagated
-    through dθ/dμ_j = w_j / Σw (w = g²E(1 − E)).
+    ``design`` weighs each test case's term of the score equation Σ d_j g_j (S_j − E_j(θ)) (1: the
+    agent's own likelihood; 1/(n·p_j) for test cases drawn with probabilities p: the Hansen–Hurwitz
+    estimate of the whole benchmark's equation). The variance is the sandwich of that equation,
+    Σ (d g (S − E))² over the squared slope, with the squared residuals blended with their model
+    expectation d²g²E(1 − E) over ``DISPERSION_PRIOR`` pseudo-matches (few results alone understate
+    it), plus the test cases' own rating uncertainty σ_j through dθ/dμ_j.
     """
     g_t = g(sig_t)
-    theta = _map_estimate(score, mu_t, g_t, prior_mu, prior_sigma)
+    theta = _map_estimate(score, mu_t, g_t, design, prior_mu, prior_sigma)
     e = 1.0 / (1.0 + 10.0 ** (-g_t * (theta - mu_t) / 400.0))
     w = g_t * g_t * e * (1.0 - e)
-    resid = np.sum((g_t * (score - e)) ** 2)  # each term has expectation w under the model
-    dispersion = (resid + DISPERSION_PRIOR * np.mean(w)) / (np.sum(w) + DISPERSION_PRIOR * np.mean(w))
+    model = design * design * w  # each squared residual's expectation under the model
+    n = len(score)
+    resid = np.sum((design * g_t * (score - e)) ** 2) * n / max(n - 1, 1)
+    dispersion = (resid + DISPERSION_PRIOR * np.mean(model)) / (np.sum(model) + DISPERSION_PRIOR * np.mean(model))
     prior_prec = 1.0 / prior_sigma**2
-    info = Q * Q * np.sum(w)
-    var = (dispersion * info + prior_prec) / (info + prior_prec) ** 2  # 1 / (info + prior) when dispersion = 1
-    weights = Q * Q * w / (info + prior_prec)
-    var += float(np.sum(weights**2 * sig_t**2))
+    slope = Q * Q * np.sum(design * w) + prior_prec
+    var = (dispersion * Q * Q * np.sum(model) + prior_prec) / slope**2
+    var += float(np.sum((Q * Q * design * w / slope) ** 2 * sig_t**2))
     return float(theta), float(math.sqrt(var))
 
 
@@ -287,6 +298,7 @@ def place_on_subset(
     seed: int | None = 42,
     init_mu: float = 1500.0,
     init_sigma: float = 350.0,
+    design: Any = None,
 ) -> Any:
     """Place new agents from any chosen subset of the test cases (an adaptive one too), where a joint re-rating would put them.
 
@@ -318,6 +330,11 @@ def place_on_subset(
         Replays of :func:`place_agents` behind the map f, and their seed.
     init_mu, init_sigma : float
         The new agent's prior (and :func:`place_agents`' start).
+    design : mapping or Series, optional
+        Design weight of each test case's term (test-case id → weight), when the test cases were
+        drawn at random with unequal probabilities: 1/(n·p) summed over the n draws that hit it (what
+        :func:`place_sequentially` with ``method="importance"`` passes). The estimate then answers to
+        the whole benchmark's score equation, whatever the model gets wrong. None: every term weighs 1.
 
     Returns
     -------
@@ -345,11 +362,17 @@ def place_on_subset(
         )
     mu_all, sig_all = pool["mu"].to_numpy(), pool["sigma"].to_numpy()
     t_of = pos[m.test_case]
+    if design is None:
+        d_of = np.ones(len(pool))
+    else:
+        d_of = pd.Series(design, dtype=np.float64).reindex(pool["test_case_id"].to_numpy()).fillna(0.0).to_numpy()
+        if not (np.isfinite(d_of).all() and (d_of >= 0).all()):
+            raise ValueError("design weights must be finite and >= 0")
     fits = []
     for a in range(m.n_agents):
         rows = np.flatnonzero(m.agent == a)
         t = t_of[rows]
-        fits.append(_frozen_fit(m.score[rows], mu_all[t], sig_all[t], float(init_mu), float(init_sigma)))
+        fits.append(_frozen_fit(m.score[rows], mu_all[t], sig_all[t], d_of[t], float(init_mu), float(init_sigma)))
     theta = np.array([f[0] for f in fits])
     theta_se = np.array([f[1] for f in fits])
     # the map f: synthetic agents scoring their expected score on every test case, placed by replay
@@ -438,6 +461,44 @@ def _budget_of(budget: Any, n_test_cases: int) -> int:
     return _check_budget(budget)
 
 
+DEFAULT_UNIFORM_SHARE = 0.2
+
+
+def _draw(pool, size, estimate, uniform_share, used, draws, rng) -> list[str]:
+    """Draw test cases with replacement until ``size`` new ones came up; every draw is logged in ``draws``."""
+    mu, sigma = pool["mu"].to_numpy(), pool["sigma"].to_numpy()
+    at_mu, at_sigma = estimate if estimate is not None else (START_MU, START_SIGMA)
+    info = expected_information(mu, sigma, at_mu, at_sigma)
+    n = len(pool)
+    root = np.sqrt(info)  # the spread of a test case's term g(S − E) under the model: the optimal draw weight
+    p = (1.0 - uniform_share) * root / root.sum() + uniform_share / n
+    p = p / p.sum()
+    seen = set(pool["test_case_id"].to_numpy()[[d for d, _ in draws]]) if draws else set()
+    seen |= set(used)
+    if len(seen) >= n:
+        return []
+    ids = pool["test_case_id"].to_numpy()
+    new: list[str] = []
+    while len(new) < size and len(seen) < n:
+        for j in rng.choice(n, size=max(size, 8), p=p):
+            if len(new) >= size:
+                break
+            draws.append((int(j), float(p[j])))
+            if ids[j] not in seen:
+                seen.add(ids[j])
+                new.append(str(ids[j]))
+    return new
+
+
+def _design_weights(pool, draws) -> pd.Series:
+    """Hansen–Hurwitz weights: Σ over the draws that hit a test case of 1/(D·p), D the number of draws."""
+    j = np.array([d for d, _ in draws], dtype=np.int64)
+    p = np.array([q for _, q in draws])
+    weight = np.bincount(j, 1.0 / (len(draws) * p), minlength=len(pool))
+    hit = weight > 0
+    return pd.Series(weight[hit], index=pool["test_case_id"].to_numpy()[hit])
+
+
 def place_sequentially(
     results: Any,
     test_cases: Any,
@@ -446,10 +507,11 @@ def place_sequentially(
     batch_size: int = 10,
     first_batch: int | None = None,
     max_width: float | None = None,
-    method: str = "information",
+    method: str = "importance",
     level: float = 0.9,
     seed: int = 0,
     spread: float = DEFAULT_SPREAD,
+    uniform_share: float = DEFAULT_UNIFORM_SHARE,
     **place_options: Any,
 ) -> SequentialPlacement:
     """Place one new agent by revealing its results a batch at a time, chosen adaptively.
@@ -477,14 +539,25 @@ def place_sequentially(
         Size of the difficulty-stratified first batch (default ``batch_size``).
     max_width : float, optional
         Stop once ``mu_hi − mu_lo`` is at most this (Elo). None: spend the budget.
-    method : {"information", "random"}
-        The selection of :func:`select_test_cases` (``random`` for comparison).
+    method : {"importance", "information", "random"}
+        ``importance`` (default): each batch is drawn at random, with replacement, with
+        probabilities p_j = (1 − u)·I_j/ΣI + u/N from the expected information I_j at the current
+        estimate (u = ``uniform_share``; a test case drawn again costs nothing), and the placement
+        weighs each result by 1/(n·p) (Hansen–Hurwitz): an estimate of what the *whole* benchmark
+        says, so that test cases where the model fits the agent badly cannot bias it, at a fraction of
+        the random sample's variance. ``information``: the greedy batches of :func:`select_test_cases`,
+        unweighted (more efficient when the model fits, biased when it does not: on the demo's
+        classifiers it lands far off). ``random``: a uniform random sample without replacement,
+        each result weighted N/n, for comparison.
     level : float
         Confidence level of the interval (and of the stopping rule).
     seed : int
         Seed of the selection (step k uses the seed spawned from (seed, k)) and of :func:`place_agents`.
     spread : float
-        The batch's repulsion in difficulty (see :func:`select_test_cases`).
+        The batch's repulsion in difficulty (``information``; see :func:`select_test_cases`).
+    uniform_share : float
+        Share of the ``importance`` draw probability spread uniformly over all test cases (in
+        (0, 1]): bounds every weight by N/(n·u). 1 is a uniform sample with replacement.
     **place_options
         Passed to :func:`place_on_subset` (``shuffles``, ``init_mu``, ``init_sigma``).
 
@@ -502,8 +575,12 @@ def place_sequentially(
     first = step_size if first_batch is None else _check_budget(first_batch)
     if max_width is not None and not (math.isfinite(max_width) and max_width > 0):
         raise ValueError(f"max_width must be a positive number of Elo, got {max_width!r}")
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+    if method not in (*METHODS, "importance"):
+        raise ValueError(f"method must be one of importance, {', '.join(METHODS)}, got {method!r}")
+    if not (isinstance(uniform_share, (int, float)) and 0.0 < uniform_share <= 1.0):
+        raise ValueError(f"uniform_share must be in (0, 1], got {uniform_share!r}")
+    pool = _candidates(tc, ())
+    draws: list[tuple[int, float]] = []  # (test case, its draw probability), every draw of method="importance"
     used: list[str] = []
     revealed: list[pd.DataFrame] = []
     history: list[dict] = []
@@ -514,11 +591,14 @@ def place_sequentially(
     while len(used) < total:
         size = min(first if step == 0 else step_size, total - len(used))
         step_seed = int(np.random.SeedSequence([seed, step]).generate_state(1)[0])
-        batch = select_test_cases(tc, size, agent_rating=estimate, exclude=used, method=method, seed=step_seed, spread=spread)
-        if not len(batch):
+        if method == "importance":
+            ids = _draw(pool, size, estimate, uniform_share, used, draws, np.random.default_rng(step_seed))
+        else:
+            batch = select_test_cases(tc, size, agent_rating=estimate, exclude=used, method=method, seed=step_seed, spread=spread)
+            ids = batch["test_case_id"].tolist()
+        if not ids:
             stopped = "exhausted"
             break
-        ids = batch["test_case_id"].tolist()
         used.extend(ids)
         rows = reveal(ids)
         if len(rows):
@@ -527,7 +607,13 @@ def place_sequentially(
         if not revealed:
             continue
         matches = pd.concat(revealed, ignore_index=True)
-        placement = to_pandas(place_on_subset(matches, tc, level=level, seed=seed, **place_options))
+        if method == "importance":
+            design = _design_weights(pool, draws)
+        elif method == "random":  # a uniform sample: each test case stands for N/n of the benchmark
+            design = pd.Series(len(pool) / len(used), index=pd.Index(used))
+        else:
+            design = None
+        placement = to_pandas(place_on_subset(matches, tc, level=level, seed=seed, design=design, **place_options))
         row = placement.iloc[0]
         estimate = (float(row["theta"]), float(row["theta_se"]))
         width = float(row["mu_hi"] - row["mu_lo"])
@@ -556,3 +642,107 @@ def place_sequentially(
         stopped=stopped,
         matches=pd.concat(revealed, ignore_index=True),
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# the leave-one-agent-out study
+
+
+def placement_study(
+    matches: Any,
+    *,
+    share: float = 0.05,
+    methods: tuple[str, ...] = ("importance", "information", "random", "full"),
+    batch_size: int = 10,
+    seeds: tuple[int, ...] = (0,),
+    level: float = 0.9,
+    benchmark: str = "",
+) -> pd.DataFrame:
+    """How well a new agent is placed from ``share`` of a benchmark: each agent left out in turn.
+
+    The other agents are rated jointly with :func:`rate` (the frozen test-case ratings); the
+    left-out agent is then placed from its real results, revealed one batch at a time with
+    :func:`place_sequentially` (``share`` of the test cases), and compared with its rating in the
+    joint rating of every agent. ``full`` places it from all its results with :func:`place_agents`.
+
+    Parameters
+    ----------
+    matches : DataFrame
+        ``test_case_id, agent_id, metric, score`` of every agent.
+    share : float
+        The budget, as a share of the test cases.
+    methods : tuple of str
+        Methods of :func:`place_sequentially`, and ``full``.
+    batch_size : int
+        Test cases revealed per step.
+    seeds : tuple of int
+        One sequential placement per seed and agent (``full`` once).
+    level : float
+        Level of the intervals.
+    benchmark : str
+        A label for the rows.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (agent, method, seed): ``benchmark, agent_id, method, seed, joint_mu, mu, mu_lo,
+        mu_hi, error, covered, used`` (``error = mu − joint_mu``; ``used`` test cases evaluated).
+    """
+    from .glicko import rate
+
+    frame = to_pandas(matches)
+    joint = to_pandas(rate(frame, seed=1, with_reliability=False).agents).set_index("agent_id")["mu"]
+    rows = []
+    for agent in joint.index:
+        mine = frame[frame["agent_id"].astype(str) == str(agent)]
+        rest = to_pandas(rate(frame[frame["agent_id"].astype(str) != str(agent)], seed=2, with_reliability=False).test_cases)
+        for method in methods:
+            for seed in seeds if method != "full" else seeds[:1]:
+                if method == "full":
+                    placed, used = to_pandas(place_agents(mine, rest, level=level)).iloc[0], len(mine)
+                else:
+                    run = place_sequentially(
+                        mine, rest, budget=share, batch_size=batch_size, method=method, level=level, seed=seed
+                    )
+                    placed, used = run.placement.iloc[0], len(run.test_case_ids)
+                rows.append(
+                    dict(
+                        benchmark=benchmark,
+                        agent_id=str(agent),
+                        method=method,
+                        seed=seed,
+                        joint_mu=float(joint[agent]),
+                        mu=float(placed["mu"]),
+                        mu_lo=float(placed["mu_lo"]),
+                        mu_hi=float(placed["mu_hi"]),
+                        used=int(used),
+                    )
+                )
+    out = pd.DataFrame(rows)
+    out["error"] = out["mu"] - out["joint_mu"]
+    out["covered"] = (out["mu_lo"] <= out["joint_mu"]) & (out["joint_mu"] <= out["mu_hi"])
+    return out
+
+
+def study_summary(rows: pd.DataFrame, by: tuple[str, ...] = ("method",)) -> pd.DataFrame:
+    """The study's figures per group: median |error|, Spearman of placed vs joint ratings, coverage, width, test cases used.
+
+    Spearman is taken within each benchmark and seed (agents of one benchmark against each other)
+    and averaged.
+    """
+
+    def figures(group: pd.DataFrame) -> pd.Series:
+        spearman = [g["mu"].rank().corr(g["joint_mu"].rank()) for _, g in group.groupby(["benchmark", "seed"]) if len(g) > 2]
+        return pd.Series(
+            {
+                "median_abs_error": float(group["error"].abs().median()),
+                "mean_abs_error": float(group["error"].abs().mean()),
+                "spearman": float(np.mean(spearman)) if spearman else np.nan,
+                "coverage": float(group["covered"].mean()),
+                "median_width": float((group["mu_hi"] - group["mu_lo"]).median()),
+                "test_cases_used": float(group["used"].mean()),
+                "placements": len(group),
+            }
+        )
+
+    return rows.groupby(list(by), sort=False)[list(rows.columns)].apply(figures)

@@ -13,7 +13,7 @@ from agielo_dagster.rating import (
     select_test_cases,
     simulate_matches,
 )
-from agielo_dagster.rating.selection import expected_information
+from agielo_dagster.rating.selection import expected_information, placement_study, study_summary
 
 
 @pytest.fixture(scope="module")
@@ -195,3 +195,57 @@ def test_placement_on_the_whole_benchmark_agrees_with_the_joint_rating(rated):
     with pytest.raises(MatchTableError) as err:
         place_on_subset(matches[matches.agent_id == "agent_5"].iloc[:1].assign(test_case_id="nowhere"), tc)
     assert err.value.rule == "test_case_known"
+
+
+# ---------------------------------------------------------------------------------------------
+# the study: each agent left out, placed from 5% of the benchmark, against its joint rating
+
+SHARE = 0.05
+SEEDS = (0, 1)
+
+
+@pytest.fixture(scope="module")
+def study(demo_digits, demo_breast_cancer):
+    """Leave-one-agent-out placements on the demo's two benchmarks and a simulated one (≈ 40 s on 2 cores)."""
+    rng = np.random.default_rng(3)
+    simulated = simulate_matches(rng.normal(1500, 300, 1200), np.linspace(1200, 2100, 10), seed=3)
+    methods = ("importance", "random", "full")
+    return pd.concat(
+        [
+            placement_study(demo_digits, benchmark="digits", methods=methods, seeds=SEEDS, share=SHARE),
+            placement_study(demo_breast_cancer, benchmark="breast_cancer", methods=methods, seeds=SEEDS, share=SHARE),
+            placement_study(simulated, benchmark="simulated", methods=methods, seeds=SEEDS, share=SHARE),
+        ],
+        ignore_index=True,
+    )
+
+
+@pytest.mark.slow
+def test_five_percent_covers_the_joint_rating_at_the_stated_level(study):
+    figures = study_summary(study)
+    print(study_summary(study, ("benchmark", "method")).round(3).to_string())
+    assert figures.loc["importance", "coverage"] >= 0.85  # 90% intervals
+    assert figures.loc["random", "coverage"] >= 0.85
+    assert figures.loc["full", "coverage"] >= 0.95 and figures.loc["full", "median_abs_error"] < 5
+    used = study[study["method"] == "importance"].groupby("benchmark")["used"].first()
+    assert used.to_dict() == {"digits": 90, "breast_cancer": 28, "simulated": 60}  # 5% of 1,797, 569 and 1,200
+
+
+@pytest.mark.slow
+def test_five_percent_ranks_the_agents_like_the_joint_rating(study):
+    by = study_summary(study, ("benchmark", "method"))
+    # 20 classifiers spread over 1,400 Elo, and 10 simulated agents 100 Elo apart
+    assert by.loc[("digits", "importance"), "spearman"] >= 0.95
+    assert by.loc[("simulated", "importance"), "spearman"] >= 0.95
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=False,
+    reason="measured: importance sampling matches, but does not beat, a weighted random 5% sample on median |error| "
+    "(34.6 vs 34.6 Elo over the demo and two simulations, 3 seeds); the unweighted information-greedy design is "
+    "2x worse on the demo's classifiers (misfit bias). Target kept, not met.",
+)
+def test_adaptive_beats_random_on_median_error(study):
+    figures = study_summary(study)
+    assert figures.loc["importance", "median_abs_error"] < figures.loc["random", "median_abs_error"]
