@@ -19,6 +19,8 @@ scale with `joint_scale`, its interval from the test information.
 """
 
 import argparse
+import contextlib
+import io
 import math
 import time
 import warnings
@@ -68,18 +70,22 @@ def catsim_study(matches: pd.DataFrame, benchmark: str, share: float, level: flo
         rest = rate(matches[matches["agent_id"] != agent], seed=2, with_reliability=False).test_cases
         ids = rest["test_case_id"].to_numpy()
         b = (rest["mu"].to_numpy() - 1500.0) * LOG10 / 400.0
-        bank = ItemBank(np.column_stack([np.ones_like(b), b, np.zeros_like(b), np.ones_like(b)]))
-        selector, estimator = MaxInfoSelector(), NumericalSearchEstimator()
         answers = mine.reindex(ids).to_numpy()
         n = max(1, int(round(share * len(ids))))
         administered, responses, theta = [], [], 0.0
-        for _ in range(n):
-            item = selector.select(item_bank=bank, administered_items=administered, est_theta=theta)
-            administered.append(int(item))
-            responses.append(bool(answers[item] >= 0.5))
-            theta = float(
-                estimator.estimate(item_bank=bank, administered_items=administered, response_vector=responses, est_theta=theta)
-            )
+        quiet = io.StringIO()
+        with contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):  # catsim prints blank lines
+            bank = ItemBank(np.column_stack([np.ones_like(b), b, np.zeros_like(b), np.ones_like(b)]))
+            selector, estimator = MaxInfoSelector(), NumericalSearchEstimator()
+            for _ in range(n):
+                item = selector.select(item_bank=bank, administered_items=administered, est_theta=theta)
+                administered.append(int(item))
+                responses.append(bool(answers[item] >= 0.5))
+                theta = float(
+                    estimator.estimate(
+                        item_bank=bank, administered_items=administered, response_vector=responses, est_theta=theta
+                    )
+                )
         elo = 1500.0 + 400.0 * theta / LOG10
         info = expected_information(rest["mu"].to_numpy()[administered], 0.0, elo).sum()
         se = 1.0 / math.sqrt(info) if info > 0 else 350.0

@@ -242,9 +242,11 @@ def test_five_percent_ranks_the_agents_like_the_joint_rating(study):
 @pytest.mark.slow
 @pytest.mark.xfail(
     strict=False,
-    reason="measured: importance sampling matches, but does not beat, a weighted random 5% sample on median |error| "
-    "(34.6 vs 34.6 Elo over the demo and two simulations, 3 seeds); the unweighted information-greedy design is "
-    "2x worse on the demo's classifiers (misfit bias). Target kept, not met.",
+    reason="measured, target kept and not met: importance-sampled 5% ties a weighted random 5% on median |error| "
+    "(this study: 28.4 vs 28.2 Elo; benchmarks/placement.py, 4 benchmarks x 3 seeds: 32.3 vs 34.2) and has the "
+    "heavier tail (mean 57 vs 39); the greedy maximum-information design (ours unweighted, or catsim's CAT) is "
+    "2-4x worse on the demo's classifiers (74 and 54 Elo): the model misfits them, and a difficulty-chosen "
+    "subset then says something else than the whole benchmark",
 )
 def test_adaptive_beats_random_on_median_error(study):
     figures = study_summary(study)
