@@ -2,7 +2,6 @@
 
 import ctypes
 import ctypes.util
-import gc
 
 import dagster as dg
 
@@ -12,9 +11,10 @@ def release_free_memory() -> None:
 
     Steps run one after another in one process (the in-process executor): without this, the
     allocators (glibc's arenas, Arrow's pool) keep every step's high-water mark, and the next step
-    starts from the last one's peak instead of from what is alive.
+    starts from the last one's peak instead of from what is alive. No ``gc.collect()``: a step's
+    arrays are freed by reference counting, and a full collection over Dagster's heap costs about
+    0.2 s a step (1.7 s of a 1M-match run) for no measurable memory.
     """
-    gc.collect()
     try:
         import pyarrow as pa
 
