@@ -188,6 +188,9 @@ def group_by(codes, n_groups, values_a, values_b, out_a, out_b):
     return start
 
 
+_BIN_CHUNK = 2048  # matches binned at a time: the bins of a chunk are computed first, in a loop that vectorizes
+
+
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def binned_errors_by_agent(start, played, csr_test_case, csr_score, a_mu, t_mu, bin_lo, bin_width, n_bins):
     """The authors' binned calibration over each agent's first ``played[a]`` matches.
@@ -197,11 +200,16 @@ def binned_errors_by_agent(start, played, csr_test_case, csr_score, a_mu, t_mu, 
     the mean score with 1/(1 + 10^(−d̄/400)). Returns (weight: the matches in bins, Σ count·|err|,
     Σ count·err², matches outside the bins), summed over (agent, bin) in order, with the
     arithmetic of earlier versions (the same bits).
+
+    Each chunk of matches is binned first and accumulated second: the first loop has no
+    dependency between matches, and the second no division, about 4× faster than one loop.
     """
     span = bin_width * n_bins
-    count = np.zeros(n_bins)
-    ssum = np.zeros(n_bins)
-    dsum = np.zeros(n_bins)
+    count = np.zeros(n_bins + 1)  # bin n_bins: outside
+    ssum = np.zeros(n_bins + 1)
+    dsum = np.zeros(n_bins + 1)
+    chunk_bin = np.empty(_BIN_CHUNK, dtype=np.int64)
+    chunk_d = np.empty(_BIN_CHUNK)
     w = 0.0
     abs_err = 0.0
     sq_err = 0.0
@@ -211,17 +219,21 @@ def binned_errors_by_agent(start, played, csr_test_case, csr_score, a_mu, t_mu, 
         ssum[:] = 0.0
         dsum[:] = 0.0
         mu_a = a_mu[a]
-        s0 = start[a]
-        for j in range(s0, s0 + played[a]):
-            d = mu_a - t_mu[csr_test_case[j]]
-            x = d - bin_lo
-            if x >= 0.0 and x < span:
-                b = int(x / bin_width)  # x >= 0: truncation is floor
+        end = start[a] + played[a]
+        for c0 in range(start[a], end, _BIN_CHUNK):
+            c1 = min(c0 + _BIN_CHUNK, end)
+            for j in range(c0, c1):
+                d = mu_a - t_mu[csr_test_case[j]]
+                x = d - bin_lo
+                inside = (x >= 0.0) & (x < span)
+                chunk_bin[j - c0] = int(x / bin_width) if inside else n_bins  # x >= 0: truncation is floor
+                chunk_d[j - c0] = d
+            for j in range(c0, c1):
+                b = chunk_bin[j - c0]
                 count[b] += 1.0
                 ssum[b] += csr_score[j]
-                dsum[b] += d
-            else:
-                outside += 1
+                dsum[b] += chunk_d[j - c0]
+        outside += int(count[n_bins])
         for b in range(n_bins):
             c = count[b]
             if c > 0:

@@ -14,6 +14,7 @@ where Arrow allows it.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -233,6 +234,9 @@ def encode_matches(matches: Any, what: str = "match table", *, unique: bool = Tr
     return m
 
 
+_PARALLEL_FACTORIZE_ROWS = 200_000
+
+
 def _encode_pandas(matches: pd.DataFrame, what: str) -> Matches:
     df = matches
     require_columns(df, MATCH_COLUMNS, what)
@@ -242,8 +246,14 @@ def _encode_pandas(matches: pd.DataFrame, what: str) -> Matches:
     agent_raw = ids_of(df, "agent_id", what)
     score = floats_of(df, "score", what, 0.0, 1.0)
     metric = floats_of(df, "metric", what)
-    test_case, test_case_ids = pd.factorize(test_case_raw, sort=True)
-    agent, agent_ids = pd.factorize(agent_raw, sort=True)
+    if len(df) >= _PARALLEL_FACTORIZE_ROWS:  # hashing a million strings takes ~15 ms a column, without the GIL
+        with ThreadPoolExecutor(1) as pool:
+            agent_codes = pool.submit(pd.factorize, agent_raw, sort=True)
+            test_case, test_case_ids = pd.factorize(test_case_raw, sort=True)
+            agent, agent_ids = agent_codes.result()
+    else:
+        test_case, test_case_ids = pd.factorize(test_case_raw, sort=True)
+        agent, agent_ids = pd.factorize(agent_raw, sort=True)
     return Matches(
         agent=agent.astype(np.int32),
         test_case=test_case.astype(np.int32),

@@ -383,7 +383,9 @@ class _FirstOrderReliability:
         self.a_count, self.a_sum = np.zeros(n_a, dtype=np.int64), np.zeros(n_a)
         self.t_count, self.t_sum = np.zeros(n_t, dtype=np.int64), np.zeros(n_t)
         self.pool = pool
-        self.slots = threading.BoundedSemaphore(max(4, 2 * workers))
+        # each measurement waiting holds about 3 per-test-case arrays: let up to ~64 MB of them queue, so
+        # that the order plays on at full speed rather than waiting for the measurements
+        self.slots = threading.BoundedSemaphore(max(2 * workers, min(len(ends), (64 << 20) // (24 * (n_t + n_a) + 1))))
         self.futures: dict[int, Future] = {}
 
     def __call__(self, done, stop, a_mu, t_mu) -> None:
@@ -487,21 +489,26 @@ class OrderMoments:
                 self.next += 1
 
     def add(self, run: _Run, index: int = 0) -> None:
+        """Take an order's arrays (kept, not copied, as the first order's: no caller writes to them again)."""
         for mu_key, sig_key in self.PAIRS:
             mu, sig = getattr(run, mu_key), getattr(run, sig_key)
             if self.k == 0:
-                self.first[mu_key], self.first[sig_key] = mu.copy(), sig.copy()
+                self.first[mu_key], self.first[sig_key] = mu, sig
+                continue
+            if self.k == 1:  # the sums start with the second order: one order needs none of them
                 self.sum[mu_key], self.sum_sq[mu_key] = np.zeros_like(mu), np.zeros_like(mu)
-                self.sig_sq[mu_key] = sig * sig
-            else:
-                x = mu - self.first[mu_key]
-                self.sum[mu_key] += x
-                self.sum_sq[mu_key] += x * x
-                self.sig_sq[mu_key] += sig * sig
-        self.agent_mu[index] = run.a_mu.copy()
+                first_sig = self.first[sig_key]
+                self.sig_sq[mu_key] = first_sig * first_sig
+            x = mu - self.first[mu_key]
+            self.sum[mu_key] += x
+            self.sum_sq[mu_key] += x * x
+            self.sig_sq[mu_key] += sig * sig
+        self.agent_mu[index] = run.a_mu
         self.k += 1
 
     def mean(self, mu_key: str) -> np.ndarray:
+        if self.k == 1:
+            return self.first[mu_key].copy()
         return self.first[mu_key] + self.sum[mu_key] / self.k
 
     def _variance(self, mu_key: str) -> np.ndarray:
