@@ -96,7 +96,9 @@ def with_provisional_agents(agents: pa.Table, test_cases: pa.Table, partial: pa.
     """The joint agents, and the provisional ones placed against the frozen test-case ratings (``provisional`` marks them).
 
     A provisional agent is not ranked (its rank columns are null) and gets its interval at the
-    joint table's level; only its test cases that the benchmark rates are used.
+    joint table's level; only its test cases that the benchmark rates are used. It is placed from
+    its results weighted by difficulty stratum (``stratum_weights``: what a plan's stratified
+    sample was drawn by), so that its rating answers to the whole benchmark.
     """
     joint = agents.append_column("provisional", pa.array([False] * agents.num_rows))
     if partial.num_rows:
@@ -104,9 +106,13 @@ def with_provisional_agents(agents: pa.Table, test_cases: pa.Table, partial: pa.
         partial = partial.filter(pc.is_in(ids, value_set=test_cases.column("test_case_id").cast(pa.string())))
     if partial.num_rows == 0:
         return joint
-    from agielo_dagster.rating import place_agents
+    from agielo_dagster.rating import place_on_subset, stratum_weights
 
-    placed = place_agents(partial, test_cases, level=DEFAULT_LEVEL).to_pandas()
+    frames = []
+    for _, results in partial.to_pandas().groupby("agent_id", sort=True):
+        design = stratum_weights(test_cases, results["test_case_id"].astype(str))
+        frames.append(place_on_subset(results, test_cases, level=DEFAULT_LEVEL, design=design))
+    placed = pd.concat(frames, ignore_index=True)
     rows = pd.DataFrame({c: pd.Series([None] * len(placed), dtype=object) for c in joint.column_names})
     for column in placed.columns:
         if column in rows:

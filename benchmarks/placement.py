@@ -7,7 +7,9 @@ revealed one batch at a time on 5% of the test cases (`place_sequentially`), or 
 Spearman of placed against joint ratings (within a benchmark), coverage of the 90% intervals, test
 cases used.
 
-Methods: ``importance`` (draws ∝ √information at the estimate, Hansen-Hurwitz weights),
+Methods: ``stratified`` (the default: a random sample by difficulty stratum, Neyman-allocated at
+the estimate, each result weighted N_h/n_h), ``importance`` (draws ∝ √information at the estimate,
+Hansen-Hurwitz weights),
 ``information`` (greedy maximum information, unweighted), ``random`` (uniform, weighted N/n),
 ``full``, and a baseline from catsim (a maintained CAT library; `pip install catsim`, in the
 ``bench`` extra): a 1PL item bank from our frozen ratings (b = (μ − 1500)·ln 10 / 400), its
@@ -143,7 +145,7 @@ def main() -> None:
             f"({time.perf_counter() - t:.0f} s)"
         )
     rows = pd.concat(frames, ignore_index=True)
-    columns = ["median_abs_error", "spearman", "coverage", "median_width", "test_cases_used", "placements"]
+    columns = ["median_abs_error", "mean_abs_error", "spearman", "coverage", "median_width", "test_cases_used", "placements"]
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(f"\nshare {args.share:.0%}, {len(seeds)} seed(s); errors against the joint rating of every agent (Elo)\n")
         print(study_summary(rows, ("benchmark", "method"))[columns].round(3).to_string())

@@ -710,8 +710,8 @@ def rate(
     -----
     Cost, for 1,000,000 matches on 2 cores: one order's Glicko pass about 0.07 s; its 100
     snapshots and reliability about 0.4 s of CPU, spread over the cores (the whole job with
-    one order, from a pandas table of string ids: 0.3–0.4 s); each further order about 0.06 s
-    of wall time (16 orders: about 1.3 s). For 10⁸ matches use :func:`rate_parquet`: one order
+    one order, from a pandas table of string ids: 0.32–0.36 s); each further order about 0.04 s
+    of wall time (16 orders: about 1.0 s). For 10⁸ matches use :func:`rate_parquet`: one order
     in about 28 s and 3.2 GiB, 16 in about 100 s and 4.2 GiB. See ``benchmarks/rate_1m.py``
     and ``benchmarks/rate_100m.py``.
     """

@@ -46,7 +46,7 @@ def test_a_planned_partial_upload_is_provisional_until_the_full_one(tmp_path):
     before = warehouse(root, "test_case_ratings").set_index("test_case_id")[["mu", "sigma"]]
     assert NEW not in set(warehouse(root, "agent_ratings")["agent_id"])
 
-    # the plan: BUDGET test cases, most informative first (a difficulty-stratified start: nothing known yet)
+    # the plan: BUDGET test cases, a stratified random sample by difficulty (at the new-agent prior: nothing known yet)
     planned = agielo("plan", "--benchmark", BENCHMARK, "--agent", NEW, "--budget", str(BUDGET), "--storage", str(root), home=home)
     assert planned.returncode == 0, planned.stdout + planned.stderr
     assert f"planned {BUDGET} test case(s) for {NEW} on {BENCHMARK}" in planned.stdout
@@ -85,4 +85,5 @@ def test_a_planned_partial_upload_is_provisional_until_the_full_one(tmp_path):
     assert third.returncode == 0, third.stdout + third.stderr
     agents = warehouse(root, "agent_ratings").set_index("agent_id")
     assert not agents["provisional"].any() and agents.loc[NEW, "matches"] == len(held_back)
+    assert row["mu_lo"] <= agents.loc[NEW, "mu"] <= row["mu_hi"]  # the provisional interval held the joint rating
     assert not warehouse(root, "competency_gap_tables")["provisional"].any()
