@@ -10,8 +10,8 @@ The sample is Neyman-allocated at the agent's current rating when it has one (a 
 regular agent): more test cases from the strata near its rating, at least one from every stratum,
 a fifth of the sample in proportion to the strata's sizes; with no rating yet, at the new-agent
 prior N(1500, 350²). The placement study (``tests/rating/test_selection.py``,
-``benchmarks/placement.py``) measured this design at 5% of a benchmark: median error 26 Elo
-against 31 for a random sample. Greedy selection by Fisher information, as a CAT does, is biased
+``benchmarks/placement.py``) measured this design at 5% of a benchmark: median error 25.5 Elo
+against 34.2 for a random sample. Greedy selection by Fisher information, as a CAT does, is biased
 on the demo's real classifiers (digits: 87 Elo median error, 30% interval coverage at 5%): they do
 not fit the rating model exactly, and test cases chosen near the agent's rating say something
 else than the whole benchmark.

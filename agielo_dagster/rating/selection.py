@@ -721,11 +721,11 @@ def place_sequentially(
         ``stratified`` (default): each batch is a random sample, without replacement, from strata of
         difficulty (``default_strata(budget)`` of them), Neyman-allocated at the current estimate
         (see :func:`select_test_cases`); the placement weighs each result by N_h/n_h of its stratum
-        (:func:`stratum_weights`), so it answers to the whole benchmark. Measured at 5% on the demo
-        and a simulation, 6 seeds: median |error| 26 Elo against 31 for a weighted random sample
-        (``tests/rating/test_selection.py``, ``benchmarks/placement.py``). ``importance``: draws
+        (:func:`stratum_weights`), so it answers to the whole benchmark. Measured at 5% on the demo's
+        two benchmarks and two simulated ones, 3 seeds: median |error| 25.5 Elo against 34.2 for a
+        weighted random sample (``benchmarks/placement.py``). ``importance``: draws
         with replacement with probabilities p_j = (1 − u)·√I_j/Σ√I + u/N, weighted 1/(n·p)
-        (Hansen–Hurwitz; no better than random at the median, a heavier tail). ``information``: the
+        (Hansen–Hurwitz; about random at the median, with a heavier tail). ``information``: the
         greedy batches of :func:`select_test_cases`, unweighted (more efficient when the model fits,
         biased when it does not: on the demo's classifiers it lands far off). ``random``: a uniform
         random sample without replacement, each result weighted N/n, for comparison.
