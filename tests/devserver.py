@@ -69,7 +69,8 @@ class DagsterDev:
 
     def stop(self) -> None:
         if self.process and self.process.poll() is None:
-            for sig, wait in ((signal.SIGINT, 20), (signal.SIGTERM, 10), (signal.SIGKILL, 5)):
+            # an idle dagster dev exits within 2 s of SIGINT; one busy with runs may not: do not wait long for it
+            for sig, wait in ((signal.SIGINT, 5), (signal.SIGTERM, 5), (signal.SIGKILL, 5)):
                 try:
                     os.killpg(self.process.pid, sig)
                     self.process.wait(timeout=wait)

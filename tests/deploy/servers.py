@@ -328,7 +328,7 @@ class Deployment:
         )
 
     def stop(self) -> None:
-        stop_group(self.daemon, ((signal.SIGINT, 20), (signal.SIGTERM, 10), (signal.SIGKILL, 5)))
+        stop_group(self.daemon, ((signal.SIGINT, 5), (signal.SIGTERM, 5), (signal.SIGKILL, 5)))
         self.daemon = None
         for process in self.worker_processes:
             stop_group(process)
