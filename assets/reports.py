@@ -31,7 +31,7 @@ HARDEST_SHOWN = 10
         "test_case_ratings": dg.AssetIn(),
         "agent_ratings": dg.AssetIn(),
         "reliability_reports": dg.AssetIn(),
-        "rating_snapshots": dg.AssetIn(),
+        "rating_snapshots": dg.AssetIn(metadata={"where": {"kind": "agent"}}),  # the test cases' rows are most of it
         "competency_gap_tables": dg.AssetIn(),
         "input_manifests": dg.AssetIn(),
         "match_tables": dg.AssetIn(metadata={"columns": ENGINE_COLUMNS}),

@@ -380,14 +380,29 @@ class Store:
         return "sha256:" + digest.hexdigest()
 
     @_guarded
-    def read_table(self, path: str, *, columns: list[str] | None = None, read_dictionary: list[str] | None = None):
-        """A parquet file as a pyarrow Table (natively: arrow never calls back into a Python file object)."""
+    def read_table(
+        self,
+        path: str,
+        *,
+        columns: list[str] | None = None,
+        read_dictionary: list[str] | None = None,
+        where: tuple[str, str] | None = None,
+    ):
+        """A parquet file as a pyarrow Table (natively: arrow never calls back into a Python file object).
+
+        ``where=(column, value)`` keeps only the rows whose string ``column`` equals ``value``, one
+        row group at a time, skipping the row groups whose statistics exclude it: memory is the
+        rows kept plus one row group.
+        """
         import pyarrow.parquet as pq
 
         source = self.full_path(path) if self.is_local else _buffer(self.read_bytes(path))
         # one file, read in this thread: for the many small files of a benchmark this is 3× faster than
         # read_table's dataset machinery, and leaves no reader thread behind at interpreter exit
-        return pq.ParquetFile(source, read_dictionary=read_dictionary).read(columns=columns, use_threads=False)
+        file = pq.ParquetFile(source, read_dictionary=read_dictionary)
+        if where is None:
+            return file.read(columns=columns, use_threads=False)
+        return _rows_where(file, columns, *where)
 
     @_guarded
     def parquet_source(self, path: str):
@@ -507,6 +522,26 @@ def _etag(info: dict) -> str:
 
 def _hidden(rel: str) -> bool:
     return any(part.startswith(".") for part in rel.split("/"))
+
+
+def _rows_where(file, columns: list[str] | None, column: str, value: str):
+    """The rows of a parquet file whose ``column`` equals ``value``, read row group by row group."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    index = file.schema_arrow.get_field_index(column)
+    parts = []
+    for group in range(file.num_row_groups):
+        stats = file.metadata.row_group(group).column(index).statistics
+        if stats is not None and stats.has_min_max and not (stats.min <= value <= stats.max):
+            continue
+        table = file.read_row_group(group, use_threads=False)
+        table = table.filter(pc.equal(table.column(column).cast(pa.string()), value))
+        parts.append(table.select(columns) if columns is not None else table)
+    if not parts:
+        schema = file.schema_arrow
+        return schema.empty_table().select(columns) if columns is not None else schema.empty_table()
+    return pa.concat_tables(parts)
 
 
 def _buffer(data: bytes):

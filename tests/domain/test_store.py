@@ -1,0 +1,30 @@
+"""Store.read_table's row filter: only the rows asked for, row group by row group."""
+
+import io
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from agielo_dagster.domain.store import Store
+
+
+def write(store: Store, path: str, table: pa.Table, row_group_size: int) -> None:
+    sink = io.BytesIO()
+    pq.write_table(table, sink, row_group_size=row_group_size)
+    store.write_bytes(path, sink.getvalue())
+
+
+def test_where_keeps_the_matching_rows_of_every_row_group(tmp_path):
+    store = Store(root=str(tmp_path))
+    # agents first, then test cases, as rating_snapshots is written: the last row groups hold no agent
+    kinds = ["agent"] * 5 + ["test_case"] * 20 + ["agent"] * 2
+    table = pa.table({"kind": kinds, "id": [f"x{i}" for i in range(len(kinds))], "mu": [float(i) for i in range(len(kinds))]})
+    write(store, "warehouse/snap.parquet", table, row_group_size=4)
+    agents = store.read_table("warehouse/snap.parquet", where=("kind", "agent"))
+    assert agents.column("id").to_pylist() == ["x0", "x1", "x2", "x3", "x4", "x25", "x26"]
+    assert agents.schema == table.schema
+    only = store.read_table("warehouse/snap.parquet", columns=["id"], read_dictionary=["id"], where=("kind", "agent"))
+    assert only.column_names == ["id"] and only.num_rows == 7
+    none = store.read_table("warehouse/snap.parquet", columns=["id", "mu"], where=("kind", "judge"))
+    assert none.num_rows == 0 and none.column_names == ["id", "mu"]
+    assert store.read_table("warehouse/snap.parquet").num_rows == len(kinds)  # no filter: everything
