@@ -128,11 +128,22 @@ def _candidates(test_cases: Any, exclude: Iterable[Any]) -> pd.DataFrame:
         )
     mu = floats_of(tc, "mu", "test-case table")
     sigma = floats_of(tc, "sigma", "test-case table", 0.0) if "sigma" in tc.columns else np.zeros(len(tc))
+    keep = ~_excluded(ids, exclude)
+    return pd.DataFrame({"test_case_id": ids[keep], "mu": mu[keep], "sigma": sigma[keep]})
+
+
+def _excluded(ids: np.ndarray, exclude: Iterable[Any]) -> np.ndarray:
+    """Which of ``ids`` (strings) are in ``exclude``, a collection of ids."""
     if isinstance(exclude, (str, bytes)):
         raise ValueError("exclude must be a collection of test-case ids, not one string")
     excluded = {str(x) for x in exclude}
-    keep = ~np.isin(ids, np.array(sorted(excluded), dtype=object)) if excluded else np.ones(len(ids), dtype=bool)
-    return pd.DataFrame({"test_case_id": ids[keep], "mu": mu[keep], "sigma": sigma[keep]})
+    return np.isin(ids, np.array(sorted(excluded), dtype=object)) if excluded else np.zeros(len(ids), dtype=bool)
+
+
+def _information_at(pool: pd.DataFrame, estimate: tuple[float, float] | None) -> np.ndarray:
+    """Expected information of each test case of ``pool`` at the agent's estimate (the new-agent prior when None)."""
+    at_mu, at_sigma = estimate if estimate is not None else (START_MU, START_SIGMA)
+    return expected_information(pool["mu"].to_numpy(), pool["sigma"].to_numpy(), at_mu, at_sigma)
 
 
 def _check_budget(budget: Any) -> int:
@@ -199,19 +210,18 @@ def difficulty_strata(mu: Any, n_strata: int) -> np.ndarray:
     return strata
 
 
-def neyman_shares(mu, sigma, strata, n_strata: int, estimate, uniform_share: float) -> np.ndarray:
+def neyman_shares(information, strata, n_strata: int, uniform_share: float) -> np.ndarray:
     """Each stratum's share of the sample: Neyman allocation N_h·S_h blended with proportional allocation.
 
-    S_h = √(mean expected information) of the stratum at the agent's estimate is the spread of a
+    ``information`` is each test case's expected information at the agent's estimate
+    (:func:`expected_information`); S_h = √(its mean over the stratum) is the spread of a
     result's term g(S − E) there under the model, so the strata near the agent's rating, whose
     results vary, get more of the sample than the ones it surely wins or loses; ``uniform_share`` of
     the sample stays proportional to the strata's sizes (bounding every weight, and guarding against
     results the model does not expect).
     """
-    at_mu, at_sigma = estimate if estimate is not None else (START_MU, START_SIGMA)
-    info = expected_information(mu, sigma, at_mu, at_sigma)
     size = np.bincount(strata, minlength=n_strata).astype(np.float64)
-    spread = np.sqrt(np.bincount(strata, info, minlength=n_strata) / np.maximum(size, 1.0))
+    spread = np.sqrt(np.bincount(strata, information, minlength=n_strata) / np.maximum(size, 1.0))
     neyman = size * spread / max(float(np.sum(size * spread)), np.finfo(float).tiny)
     return (1.0 - uniform_share) * neyman + uniform_share * size / size.sum()
 
@@ -284,17 +294,12 @@ def stratum_weights(test_cases: Any, test_case_ids: Any, *, n_strata: int | None
 
 def _stratified_sample(test_cases, n: int, estimate, exclude, seed: int, n_strata, uniform_share: float) -> pd.DataFrame:
     pool = _candidates(test_cases, ())
-    if isinstance(exclude, (str, bytes)):
-        raise ValueError("exclude must be a collection of test-case ids, not one string")
-    taken = np.isin(pool["test_case_id"].to_numpy(), np.array(sorted({str(x) for x in exclude}), dtype=object))
+    taken = _excluded(pool["test_case_id"].to_numpy(), exclude)  # the excluded count as drawn already
     h = default_strata(int(taken.sum()) + n, len(pool)) if n_strata is None else _check_budget(n_strata)
-    mu, sigma = pool["mu"].to_numpy(), pool["sigma"].to_numpy()
-    strata = difficulty_strata(mu, h)
-    shares = neyman_shares(mu, sigma, strata, h, estimate, uniform_share)
-    picks = _allocate(strata, h, shares, taken, n, np.random.default_rng(seed))
-    at_mu, at_sigma = estimate if estimate is not None else (START_MU, START_SIGMA)
-    info = expected_information(mu[picks], sigma[picks], at_mu, at_sigma)
-    return pool.iloc[picks].assign(information=info).reset_index(drop=True)
+    strata = difficulty_strata(pool["mu"].to_numpy(), h)
+    info = _information_at(pool, estimate)
+    picks = _allocate(strata, h, neyman_shares(info, strata, h, uniform_share), taken, n, np.random.default_rng(seed))
+    return pool.iloc[picks].assign(information=info[picks]).reset_index(drop=True)
 
 
 def select_test_cases(
@@ -368,9 +373,8 @@ def select_test_cases(
         return _stratified_sample(test_cases, n, estimate, exclude, seed, n_strata, uniform_share)
     pool = _candidates(test_cases, exclude)
     n = min(n, len(pool))
-    mu, sigma = pool["mu"].to_numpy(), pool["sigma"].to_numpy()
-    at_mu, at_sigma = estimate if estimate is not None else (START_MU, START_SIGMA)
-    info = expected_information(mu, sigma, at_mu, at_sigma)
+    mu = pool["mu"].to_numpy()
+    info = _information_at(pool, estimate)
     rng = np.random.default_rng(seed)
     if method == "random":
         chosen = rng.permutation(len(pool))[:n]
@@ -644,9 +648,7 @@ DEFAULT_UNIFORM_SHARE = 0.2
 
 def _draw(pool, size, estimate, uniform_share, used, draws, rng) -> list[str]:
     """Draw test cases with replacement until ``size`` new ones came up; every draw is logged in ``draws``."""
-    mu, sigma = pool["mu"].to_numpy(), pool["sigma"].to_numpy()
-    at_mu, at_sigma = estimate if estimate is not None else (START_MU, START_SIGMA)
-    info = expected_information(mu, sigma, at_mu, at_sigma)
+    info = _information_at(pool, estimate)
     n = len(pool)
     root = np.sqrt(info)  # the spread of a test case's term g(S − E) under the model: the optimal draw weight
     p = (1.0 - uniform_share) * root / root.sum() + uniform_share / n

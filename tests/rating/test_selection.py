@@ -224,7 +224,7 @@ def test_stratum_weights_share_each_stratum_among_its_evaluated_test_cases():
 def test_neyman_allocation_favours_the_strata_near_the_agent():
     mu = np.linspace(800, 2200, 100)
     strata = difficulty_strata(mu, 10)
-    shares = neyman_shares(mu, np.zeros(100), strata, 10, (2000.0, 30.0), uniform_share=0.2)
+    shares = neyman_shares(expected_information(mu, np.zeros(100), 2000.0, 30.0), strata, 10, uniform_share=0.2)
     assert shares.sum() == pytest.approx(1.0)
     assert np.argmax(shares) == 8  # μ 1926-2059: the agent's own difficulty
     assert 0.02 < shares[0] < 0.04 < 0.1 < shares[8]  # the sure wins keep at least their floor, 0.2 x 1/10
