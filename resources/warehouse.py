@@ -5,8 +5,8 @@ into the file's key-value metadata (so the warehouse alone tells what each outpu
 from). Adds Dagster's standard metadata: ``dagster/row_count``, ``dagster/column_schema`` and
 ``dagster/uri``. Loads pyarrow tables with id columns dictionary-encoded, or pandas when the input
 asks for it (``metadata={"pandas": True}``), reading only the columns an input names
-(``metadata={"columns": [...]}``) and, with ``metadata={"where": {column: value}}``, only the rows
-where a string column equals a value (row group by row group).
+(``metadata={"columns": [...]}``) and, with ``metadata={"where": {column: value, ...}}``, only the
+rows where every named string column equals its value (row group by row group).
 """
 
 import dagster as dg
@@ -75,11 +75,10 @@ class WarehouseIOManager(dg.ConfigurableIOManager):
         columns = metadata.get("columns")
         store, path = self.storage.store, self._path(context)
         names = store.read_schema(path).names
-        where = metadata.get("where")  # {column: value}, one condition
         table = store.read_table(
             path,
             columns=columns,
             read_dictionary=[c for c in DICTIONARY_COLUMNS if c in names],
-            where=next(iter(where.items())) if where else None,
+            where=metadata.get("where"),
         )
         return table.to_pandas() if metadata.get("pandas") else table

@@ -20,11 +20,13 @@ def test_where_keeps_the_matching_rows_of_every_row_group(tmp_path):
     kinds = ["agent"] * 5 + ["test_case"] * 20 + ["agent"] * 2
     table = pa.table({"kind": kinds, "id": [f"x{i}" for i in range(len(kinds))], "mu": [float(i) for i in range(len(kinds))]})
     write(store, "warehouse/snap.parquet", table, row_group_size=4)
-    agents = store.read_table("warehouse/snap.parquet", where=("kind", "agent"))
+    agents = store.read_table("warehouse/snap.parquet", where={"kind": "agent"})
     assert agents.column("id").to_pylist() == ["x0", "x1", "x2", "x3", "x4", "x25", "x26"]
     assert agents.schema == table.schema
-    only = store.read_table("warehouse/snap.parquet", columns=["id"], read_dictionary=["id"], where=("kind", "agent"))
+    only = store.read_table("warehouse/snap.parquet", columns=["id"], read_dictionary=["id"], where={"kind": "agent"})
     assert only.column_names == ["id"] and only.num_rows == 7
-    none = store.read_table("warehouse/snap.parquet", columns=["id", "mu"], where=("kind", "judge"))
+    none = store.read_table("warehouse/snap.parquet", columns=["id", "mu"], where={"kind": "judge"})
     assert none.num_rows == 0 and none.column_names == ["id", "mu"]
+    both = store.read_table("warehouse/snap.parquet", columns=["mu"], where={"kind": "agent", "id": "x25"})
+    assert both.column("mu").to_pylist() == [25.0]  # every condition holds, not only the first
     assert store.read_table("warehouse/snap.parquet").num_rows == len(kinds)  # no filter: everything
