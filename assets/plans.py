@@ -68,8 +68,10 @@ def placement_plans(context: dg.AssetExecutionContext, config: PlanConfig, stora
             done = read_accepted(store, benchmark, agent, columns=["test_case_id"]).column("test_case_id").to_pylist()
     known = ratings[ratings["agent_id"] == agent]
     rating = float(known["mu"].iloc[0]) if len(known) else None
-    sigma = float(known["sigma"].iloc[0]) if len(known) else math.nan
-    estimate = None if rating is None or not math.isfinite(rating) else (rating, sigma) if math.isfinite(sigma) else rating
+    estimate = None  # no rating yet: the new-agent prior
+    if rating is not None and math.isfinite(rating):
+        sigma = float(known["sigma"].iloc[0])
+        estimate = (rating, sigma) if math.isfinite(sigma) else rating
     plan = select_test_cases(test_cases, config.budget, agent_rating=estimate, exclude=done, method="stratified", seed=0)
     plan = plan.to_pandas() if hasattr(plan, "to_pandas") and not isinstance(plan, pd.DataFrame) else plan
     plan = plan.assign(agent_id=agent)
