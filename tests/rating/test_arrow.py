@@ -181,3 +181,18 @@ def test_both_ways_of_finding_repeated_matches_agree(matches):
     assert _earliest_repeat(m.agent, m.test_case, m.n_test_cases, seen) == (9, len(matches))
     first, second, count = _first_duplicate(m.agent, m.test_case, m.n_agents, m.n_test_cases, np.empty(len(m), dtype=np.int64))
     assert (first, second, count) == (9, len(matches), 3)
+
+
+def test_a_large_pandas_table_encodes_like_its_arrow_twin():
+    """From 200,000 rows pandas hashes the two id columns in parallel threads: the codes must not mix them up."""
+    from agielo_dagster.rating.frames import _PARALLEL_FACTORIZE_ROWS
+
+    rng = np.random.default_rng(2)
+    big = simulate_matches(rng.normal(1500, 250, 20_000), np.linspace(1300, 1800, 12), seed=4)
+    assert len(big) >= _PARALLEL_FACTORIZE_ROWS
+    ours, twin = encode_matches(big), encode_matches(pa.Table.from_pandas(big, preserve_index=False))
+    np.testing.assert_array_equal(ours.test_case_ids.astype(str), twin.test_case_ids.astype(str))
+    np.testing.assert_array_equal(ours.agent_ids.astype(str), twin.agent_ids.astype(str))
+    np.testing.assert_array_equal(ours.test_case, twin.test_case)
+    np.testing.assert_array_equal(ours.agent, twin.agent)
+    assert len(ours.agent_ids) == 12 and len(ours.test_case_ids) == 20_000
