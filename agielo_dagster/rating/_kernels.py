@@ -188,7 +188,7 @@ def group_by(codes, n_groups, values_a, values_b, out_a, out_b):
     return start
 
 
-_BIN_CHUNK = 2048  # matches binned at a time: the bins of a chunk are computed first, in a loop that vectorizes
+_BIN_CHUNK = 2048  # matches binned at a time: the bins of a chunk are computed first, in loops that vectorize
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -201,14 +201,18 @@ def binned_errors_by_agent(start, played, csr_test_case, csr_score, a_mu, t_mu, 
     Σ count·err², matches outside the bins), summed over (agent, bin) in order, with the
     arithmetic of earlier versions (the same bits).
 
-    Each chunk of matches is binned first and accumulated second: the first loop has no
-    dependency between matches, and the second no division, about 4× faster than one loop.
+    Each chunk of matches is binned first and accumulated second: the binning has no
+    dependency between matches, and the accumulation no division, about 4× faster than one
+    loop. The test cases' ratings are gathered into the chunk before they are binned: the
+    compiler does not vectorize a loop that gathers (gathers are slow on some x86 cores), and
+    the binning itself is written without branches (clamped, then selected) so that it does.
     """
     span = bin_width * n_bins
+    last = np.float64(n_bins)
     count = np.zeros(n_bins + 1)  # bin n_bins: outside
     ssum = np.zeros(n_bins + 1)
     dsum = np.zeros(n_bins + 1)
-    chunk_bin = np.empty(_BIN_CHUNK, dtype=np.int64)
+    chunk_bin = np.empty(_BIN_CHUNK, dtype=np.int32)
     chunk_d = np.empty(_BIN_CHUNK)
     w = 0.0
     abs_err = 0.0
@@ -221,18 +225,23 @@ def binned_errors_by_agent(start, played, csr_test_case, csr_score, a_mu, t_mu, 
         mu_a = a_mu[a]
         end = start[a] + played[a]
         for c0 in range(start[a], end, _BIN_CHUNK):
-            c1 = min(c0 + _BIN_CHUNK, end)
-            for j in range(c0, c1):
-                d = mu_a - t_mu[csr_test_case[j]]
+            size = min(_BIN_CHUNK, end - c0)
+            for i in range(size):
+                chunk_d[i] = t_mu[csr_test_case[c0 + i]]
+            for i in range(size):
+                d = mu_a - chunk_d[i]
                 x = d - bin_lo
+                q = x / bin_width
+                q = q if q > 0.0 else 0.0
+                q = q if q < last else last  # a quotient rounded up to n_bins is outside, as it always was
                 inside = (x >= 0.0) & (x < span)
-                chunk_bin[j - c0] = int(x / bin_width) if inside else n_bins  # x >= 0: truncation is floor
-                chunk_d[j - c0] = d
-            for j in range(c0, c1):
-                b = chunk_bin[j - c0]
+                chunk_bin[i] = np.int32(q) if inside else np.int32(n_bins)  # q >= 0: truncation is floor
+                chunk_d[i] = d
+            for i in range(size):
+                b = chunk_bin[i]
                 count[b] += 1.0
-                ssum[b] += csr_score[j]
-                dsum[b] += chunk_d[j - c0]
+                ssum[b] += csr_score[c0 + i]
+                dsum[b] += chunk_d[i]
         outside += int(count[n_bins])
         for b in range(n_bins):
             c = count[b]
@@ -310,17 +319,64 @@ def _sorted_keys(xs, bits):
     return keys
 
 
+_FEW_VALUES = 256  # up to this many distinct values, ranks come from counting them (binary metrics' means have ~20)
+_FEW_SLOTS = 1024  # the open-addressing table of those values: a power of two, four times as many
+_FEW_SHIFT = 54  # 64 − log2(_FEW_SLOTS): the top bits of a multiplicative hash
+
+
+@numba.njit(cache=True, nogil=True)
+def _ranks_of_few_values(xs, ranks):
+    """Fill ``ranks`` with the average ranks of ``xs`` if it holds at most ``_FEW_VALUES`` distinct values.
+
+    Returns False, with ``ranks`` unfinished, as soon as a value beyond that many turns up.
+    Ranks are whole or half numbers, exact in float64, so they equal the sorting path's bit for bit.
+    """
+    n = len(xs)
+    bits_of_x = (xs + 0.0).view(np.uint64)  # the two zeros tie, as they compare equal
+    slot_bits = np.empty(_FEW_SLOTS, dtype=np.uint64)
+    slot_value = np.full(_FEW_SLOTS, -1, dtype=np.int64)
+    values = np.empty(_FEW_VALUES)
+    which = np.empty(n, dtype=np.int32)
+    k = 0
+    for i in range(n):
+        v = bits_of_x[i]
+        h = np.int64((v * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(_FEW_SHIFT))
+        while slot_value[h] >= 0 and slot_bits[h] != v:
+            h = (h + 1) & (_FEW_SLOTS - 1)
+        if slot_value[h] < 0:
+            if k == _FEW_VALUES:
+                return False
+            slot_bits[h] = v
+            slot_value[h] = k
+            values[k] = xs[i] + 0.0
+            k += 1
+        which[i] = slot_value[h]
+    count = np.zeros(k, dtype=np.int64)
+    for i in range(n):
+        count[which[i]] += 1
+    rank_of = np.empty(k)
+    below = 0
+    for d in np.argsort(values[:k]):
+        rank_of[d] = below + 0.5 * (count[d] - 1) + 1.0
+        below += count[d]
+    for i in range(n):
+        ranks[i] = rank_of[which[i]]
+    return True
+
+
 @numba.njit(cache=True, nogil=True)
 def _ranks(xs):
     """Average ranks (ties share their mean) of ``xs``; float64 without NaN."""
     n = len(xs)
+    ranks = np.empty(n)
+    if _ranks_of_few_values(xs, ranks):
+        return ranks
     bits = np.uint64(1)
     while (np.uint64(1) << bits) < np.uint64(n):
         bits += np.uint64(1)
     keys = _sorted_keys(xs, bits)
     mask = (np.uint64(1) << bits) - np.uint64(1)
     top_shift = np.uint64(64 - _SORT_BITS)
-    ranks = np.empty(n)
     run = np.empty(n, dtype=np.int64)
     i = 0
     while i < n:

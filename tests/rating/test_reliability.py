@@ -117,3 +117,19 @@ def test_reliability_with_polars(matches):
     result = rate(pl.from_pandas(matches), seed=9)
     assert isinstance(reliability(pl.from_pandas(matches), result), pl.DataFrame)
     np.testing.assert_array_equal(result.reliability["mae"].to_numpy(), rate(matches, seed=9).reliability["mae"].to_numpy())
+
+
+@pytest.mark.parametrize("distinct", [1, 2, 21, 256, 257, 5000])
+def test_spearman_ranks_equal_scipys_average_ranks(distinct):
+    """Few distinct values (binary metrics' means) are ranked by counting them, many by sorting: both are scipy's ranks."""
+    from scipy.stats import rankdata
+
+    from agielo_dagster.rating._kernels import _FEW_VALUES, _ranks
+
+    assert _FEW_VALUES == 256  # the parametrization straddles the switch between the two paths
+    rng = np.random.default_rng(distinct)
+    values = rng.normal(size=distinct)
+    values[0] = 0.0
+    xs = rng.choice(values, size=20_000)
+    xs[rng.random(len(xs)) < 0.5 * (xs == 0.0)] = -0.0  # the two zeros compare equal, so they tie
+    assert np.array_equal(_ranks(xs), rankdata(xs, method="average"))
