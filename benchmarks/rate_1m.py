@@ -14,7 +14,8 @@ The baselines compute ratings only: no snapshots, no reliability, one order, so 
 understate the gap. ``ratings only`` is our single pass without snapshots or reliability,
 the like-for-like figure against evalica.
 
-Target: the 1M job with one order ≤ 0.3 s on 2 cores.
+Target: the 1M job with one order ≤ 0.3 s on 2 cores, judged on the median run (the best run
+flatters: on 2 cores another process's slice of a core shows in single runs).
 
     python benchmarks/rate_1m.py [--test-cases 50000] [--agents 20] [--repeats 5]
 """
@@ -124,7 +125,8 @@ def main() -> None:
     cores = len(os.sched_getaffinity(0))
     print(f"matches                        {n:,} ({args.test_cases:,} test cases × {args.agents} agents), {cores} cores")
     print(
-        f"1M job, 1 order (the paper's)  {one:.3f} s  (rate + 100 snapshots + reliability; best of {args.repeats}: {', '.join(f'{s:.3f}' for s in one_all)})"
+        f"1M job, 1 order (the paper's)  {one:.3f} s  (rate + 100 snapshots + reliability; best of {args.repeats}, median "
+        f"{np.median(one_all):.3f}: {', '.join(f'{s:.3f}' for s in one_all)})"
     )
     print(
         f"1M job, {DEFAULT_SHUFFLES} orders (default)     {many:.3f} s  (best of {len(many_all)}: {', '.join(f'{s:.3f}' for s in many_all)})"
@@ -151,7 +153,8 @@ def main() -> None:
         print(
             f"  {name:<24} {authors_s / ours:7.0f}× authors-style  {tight_s / ours:6.1f}× tight loop  {evalica_s / ours:5.2f}× evalica"
         )
-    print(f"target 1M job ≤ 0.3 s          {'met' if one <= 0.3 else 'NOT met'} ({one:.3f} s)")
+    one_median = float(np.median(one_all))
+    print(f"target 1M job ≤ 0.3 s (median) {'met' if one_median <= 0.3 else 'NOT met'} ({one_median:.3f} s)")
     final = rel.iloc[-1]
     print(
         f"reliability at 100%            rho_t {final['rho_test_cases']:.3f}, rho_a {final['rho_agents']:.3f}, MAE {final['mae']:.4f}, "
