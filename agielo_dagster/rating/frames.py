@@ -62,9 +62,11 @@ def flavour_of(df: Any) -> Flavour:
     raise TypeError(f"expected a pandas or polars DataFrame or a pyarrow Table, got {type(df).__name__}")
 
 
-def to_pandas(df: Any) -> pd.DataFrame:
-    """A pandas view of a pandas, polars or pyarrow table."""
+def to_pandas(df: Any, columns: tuple[str, ...] | None = None) -> pd.DataFrame:
+    """A pandas view of a pandas, polars or pyarrow table (only ``columns``, when given: the others are not converted)."""
     flavour = flavour_of(df)
+    if columns is not None:
+        df = df[list(columns)] if flavour == "pandas" else df.select(list(columns))
     if flavour == "pandas":
         return df
     return df.to_pandas()

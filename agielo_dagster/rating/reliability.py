@@ -92,6 +92,12 @@ class OrderReliability:
         return (rho_t, rho_a, *self.binned(a_mu, t_mu, played))
 
 
+def _ratings_of(players: Any, id_column: str, ids: np.ndarray) -> np.ndarray:
+    """``mu`` of each of ``ids`` (NaN for an unknown one), converting only the two columns needed."""
+    frame = to_pandas(players, (id_column, "mu")).astype({id_column: str})
+    return frame.set_index(id_column)["mu"].reindex(ids).to_numpy()
+
+
 def binned_calibration(matches: Any, test_cases: Any, agents: Any) -> Any:
     """Predicted against empirical score per agent and bin of rating difference.
 
@@ -113,8 +119,8 @@ def binned_calibration(matches: Any, test_cases: Any, agents: Any) -> Any:
     """
     flavour = flavour_of(matches)
     m = encode_matches(matches)
-    t_mu = to_pandas(test_cases).astype({"test_case_id": str}).set_index("test_case_id")["mu"].reindex(m.test_case_ids).to_numpy()
-    a_mu = to_pandas(agents).astype({"agent_id": str}).set_index("agent_id")["mu"].reindex(m.agent_ids).to_numpy()
+    t_mu = _ratings_of(test_cases, "test_case_id", m.test_case_ids)
+    a_mu = _ratings_of(agents, "agent_id", m.agent_ids)
     diff = a_mu[m.agent] - t_mu[m.test_case]
     inside = (diff >= BIN_EDGES[0]) & (diff < BIN_EDGES[-1])
     key = m.agent[inside].astype(np.int64) * N_BINS + np.floor((diff[inside] - BIN_LO) / BIN_WIDTH).astype(np.int64)
