@@ -712,7 +712,7 @@ def rate(
     snapshots and reliability about 0.25 s of CPU, spread over the cores (the whole job with
     one order, from a pandas table of string ids: median 0.26–0.27 s); each further order about
     0.04 s of wall time (16 orders: about 0.9 s). For 10⁸ matches use :func:`rate_parquet`: one order
-    in about 28 s and 3.2 GiB, 16 in about 100 s and 4.2 GiB. See ``benchmarks/rate_1m.py``
+    in about 23 s and 3.2 GiB, 16 in about 85 s and 4.8 GiB. See ``benchmarks/rate_1m.py``
     and ``benchmarks/rate_100m.py``.
     """
     settings = dict(
