@@ -98,7 +98,17 @@ def test_assets_and_resources_install_under_the_project_namespace(tmp_path):
 def test_code_version_covers_every_module_that_changes_outputs():
     covered = set(lineage.source_files(lineage.OUTPUT_SOURCES))
     # modules that decide when work runs, or where bytes go, but never what an output holds
-    scheduling = {"cli.py", "sensors.py", "schedules.py", "jobs.py", "runs.py", "planning.py", "definitions.py", "demo.py", "hooks.py"}
+    scheduling = {
+        "cli.py",
+        "sensors.py",
+        "schedules.py",
+        "jobs.py",
+        "runs.py",
+        "planning.py",
+        "definitions.py",
+        "demo.py",
+        "hooks.py",
+    }
     for path in PACKAGE.glob("*.py"):
         if path.name != "__init__.py":
             assert path.name in scheduling, f"{path.name}: add it to OUTPUT_SOURCES or to this list, knowingly"
