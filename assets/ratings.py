@@ -74,7 +74,7 @@ def ratings(context: dg.AssetExecutionContext, storage: ObjectStorage):
         | {
             "provisional_agents": int(agents["provisional"].sum()),
             "top_agents": frame_table(
-                agents, ["rank", "agent_id", "mu", "mu_lo", "mu_hi", "rank_hi", "mean_metric", "provisional"], digits=1
+                agents, ["rank", "rank_lo", "rank_hi", "agent_id", "mu", "mu_lo", "mu_hi", "mean_metric", "provisional"], digits=1
             ),
         },
     )
@@ -95,10 +95,12 @@ def ratings(context: dg.AssetExecutionContext, storage: ObjectStorage):
 def with_provisional_agents(agents: pa.Table, test_cases: pa.Table, partial: pa.Table) -> pa.Table:
     """The joint agents, and the provisional ones placed against the frozen test-case ratings (``provisional`` marks them).
 
-    A provisional agent is not ranked (its rank columns are null) and gets its interval at the
-    joint table's level; only its test cases that the benchmark rates are used. It is placed from
-    its results weighted by difficulty stratum (``stratum_weights``: what a plan's stratified
-    sample was drawn by), so that its rating answers to the whole benchmark.
+    A provisional agent gets its interval at the joint table's level; only its test cases that the
+    benchmark rates are used. It is placed from its results weighted by difficulty stratum
+    (``stratum_weights``: what a plan's stratified sample was drawn by), so that its rating answers
+    to the whole benchmark. It takes no rank and moves nobody's: its ``rank`` is null, and
+    ``rank_lo``..``rank_hi`` are the ranks its interval allows among the jointly rated agents of its
+    component (``ranks_among``; a placement from a few dozen test cases is often "somewhere from 2nd to 7th").
     """
     joint = agents.append_column("provisional", pa.array([False] * agents.num_rows))
     if partial.num_rows:
@@ -106,7 +108,7 @@ def with_provisional_agents(agents: pa.Table, test_cases: pa.Table, partial: pa.
         partial = partial.filter(pc.is_in(ids, value_set=test_cases.column("test_case_id").cast(pa.string())))
     if partial.num_rows == 0:
         return joint
-    from agielo_dagster.rating import place_on_subset, stratum_weights
+    from agielo_dagster.rating import place_on_subset, ranks_among, stratum_weights
 
     frames = []
     for _, results in partial.to_pandas().groupby("agent_id", sort=True):
@@ -122,6 +124,12 @@ def with_provisional_agents(agents: pa.Table, test_cases: pa.Table, partial: pa.
     played = partial.select(["agent_id", "test_case_id"]).to_pandas().astype(str)
     played["component"] = played["test_case_id"].map(component)
     rows["component"] = placed["agent_id"].map(played.groupby("agent_id")["component"].agg(lambda c: c.mode().min())).to_numpy()
+    for c in rows["component"].unique():
+        mine = (rows["component"] == c).to_numpy()
+        rated = pc.equal(joint.column("component"), c)
+        ref_lo, ref_hi = (joint.column(k).filter(rated).to_numpy(zero_copy_only=False) for k in ("mu_lo", "mu_hi"))
+        best, worst = ranks_among(placed.loc[mine, "mu_lo"], placed.loc[mine, "mu_hi"], ref_lo, ref_hi)
+        rows.loc[mine, "rank_lo"], rows.loc[mine, "rank_hi"] = best, worst
     rows["provisional"] = True
     extra = pa.Table.from_pandas(rows[joint.column_names], schema=joint.schema, preserve_index=False)
     return pa.concat_tables([joint, extra])

@@ -28,7 +28,7 @@ import numpy as np
 
 from ._kernels import Q, sandwich_sums
 
-__all__ = ["agent_intervals", "interval_ranks", "order_variance", "z_of"]
+__all__ = ["agent_intervals", "interval_ranks", "order_variance", "ranks_among", "z_of"]
 
 
 def z_of(level: float) -> float:
@@ -65,6 +65,21 @@ def agent_intervals(m, a_mu, a_sig, t_mu, t_sig, order_var, level: float) -> tup
     return se, a_mu - z * se, a_mu + z * se
 
 
+def ranks_among(lo, hi, ref_lo, ref_hi) -> tuple[np.ndarray, np.ndarray]:
+    """The best and worst ranks (1 = best) that intervals ``[lo, hi]`` allow among reference intervals.
+
+    best = 1 + the number of references whose interval lies entirely above (``ref_lo > hi``);
+    worst = 1 + the number of references whose interval reaches ``lo`` or higher (``ref_hi ≥ lo``).
+    E.g. where a provisional agent, placed from part of a benchmark, would stand among the agents
+    rated jointly, without changing their ranks.
+    """
+    lo, hi = np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)
+    n = len(ref_lo)
+    best = 1 + n - np.searchsorted(np.sort(np.asarray(ref_lo, dtype=np.float64)), hi, side="right")
+    worst = 1 + n - np.searchsorted(np.sort(np.asarray(ref_hi, dtype=np.float64)), lo, side="left")
+    return best.astype(np.int64), worst.astype(np.int64)
+
+
 def interval_ranks(lo: np.ndarray, hi: np.ndarray, component: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Ranks from intervals, within each component (1 = best).
 
@@ -78,8 +93,7 @@ def interval_ranks(lo: np.ndarray, hi: np.ndarray, component: np.ndarray) -> tup
     rank_hi = np.empty(n, dtype=np.int64)
     for c in np.unique(component):
         idx = np.flatnonzero(component == c)
-        lo_sorted = np.sort(lo[idx])
-        hi_sorted = np.sort(hi[idx])
-        rank_lo[idx] = 1 + len(idx) - np.searchsorted(lo_sorted, hi[idx], side="right")
-        rank_hi[idx] = len(idx) - np.searchsorted(hi_sorted, lo[idx], side="left")
+        best, worst = ranks_among(lo[idx], hi[idx], lo[idx], hi[idx])
+        rank_lo[idx] = best
+        rank_hi[idx] = worst - 1  # each agent's own interval reaches its lower end
     return rank_lo.copy(), rank_lo, rank_hi

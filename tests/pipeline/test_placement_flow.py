@@ -67,6 +67,12 @@ def test_a_planned_partial_upload_is_provisional_until_the_full_one(tmp_path):
     row = agents.loc[NEW]
     assert np.isfinite([row["mu"], row["mu_lo"], row["mu_hi"]]).all()
     assert row["mu_lo"] < row["mu"] < row["mu_hi"] and row["matches"] == BUDGET
+    # no rank of its own and nobody's moved; the ranks its interval allows among the 12 rated classifiers
+    rated = agents.drop(index=NEW)
+    assert pd.isna(row["rank"]) and rated["rank"].notna().all()
+    assert row["rank_lo"] == 1 + (rated["mu_lo"] > row["mu_hi"]).sum()
+    assert row["rank_hi"] == 1 + (rated["mu_hi"] >= row["mu_lo"]).sum()
+    assert 1 <= row["rank_lo"] <= row["rank_hi"] <= len(rated) + 1
     gaps = warehouse(root, "competency_gap_tables").set_index("agent_id")
     assert bool(gaps.loc[NEW, "provisional"])
     after = warehouse(root, "test_case_ratings").set_index("test_case_id")[["mu", "sigma"]]

@@ -6,7 +6,7 @@ import pytest
 from scipy.stats import rankdata
 
 from agielo_dagster.rating import rate, simulate_matches
-from agielo_dagster.rating.intervals import interval_ranks, order_variance, z_of
+from agielo_dagster.rating.intervals import interval_ranks, order_variance, ranks_among, z_of
 
 
 def test_ranks_by_interval_tie_agents_no_interval_separates():
@@ -20,6 +20,25 @@ def test_ranks_by_interval_tie_agents_no_interval_separates():
     # ranks never cross components
     rank, _, rank_hi = interval_ranks(lo, hi, np.array([0, 0, 1, 1, 0]))
     assert rank.tolist() == [2, 2, 1, 1, 1] and rank_hi.tolist() == [3, 3, 2, 2, 1]
+
+
+def test_ranks_among_rated_agents_leave_their_ranks_alone():
+    # the rated agents of the test above: e 50–60, a 10–12, b 8–11, c 2–9, d 1–3
+    ref_lo = np.array([10.0, 8.0, 2.0, 1.0, 50.0])
+    ref_hi = np.array([12.0, 11.0, 9.0, 3.0, 60.0])
+    lo = np.array([9.5, 70.0, -5.0, 1.0, 10.0])
+    hi = np.array([10.5, 80.0, 0.0, 3.0, 12.0])
+    best, worst = ranks_among(lo, hi, ref_lo, ref_hi)
+    # 9.5–10.5 lies below e only and reaches a, b (c's 9 is below 9.5): 2nd to 4th
+    assert best.tolist()[0] == 2 and worst.tolist()[0] == 4
+    assert (best[1], worst[1]) == (1, 1)  # above everyone
+    assert (best[2], worst[2]) == (6, 6)  # below everyone: last of six
+    assert (best[3], worst[3]) == (4, 6)  # d's own interval: below e, a, b; c and d reach it
+    # an agent's own interval among the others' gives interval_ranks's ranks, one place lower at worst
+    rank, _, rank_hi = interval_ranks(ref_lo, ref_hi, np.zeros(5, dtype=int))
+    best, worst = ranks_among(ref_lo, ref_hi, ref_lo, ref_hi)
+    np.testing.assert_array_equal(best, rank)
+    np.testing.assert_array_equal(worst - 1, rank_hi)
 
 
 def test_z_and_order_variance():
