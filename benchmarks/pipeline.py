@@ -69,7 +69,11 @@ def burst(uploads: int, rows: int) -> None:
                 runs = len(instance.get_runs())
             assert summary.uploads_ingested == uploads, summary
             assert "human_study" in summary.benchmarks_rated, summary
-        where = "beside a benchmark with the same agent names" if shared else "alone"
+        where = (
+            "beside a benchmark with the same agent names"
+            if shared
+            else "alone (the process's first run: it imports great_expectations, matplotlib, numba's compiler)"
+        )
         print(
             f"burst {where}: {uploads} uploads × {rows} rows ingested and rated end to end in {seconds:.1f} s ({runs} Dagster runs)"
         )
