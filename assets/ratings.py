@@ -10,7 +10,7 @@ from agielo_dagster.domain.layout import warehouse_path
 from agielo_dagster.domain.ledger import read_ledger
 from agielo_dagster.domain.lineage import CODE_VERSION
 from agielo_dagster.domain.status import DIGEST_KEY
-from agielo_dagster.rating import DEFAULT_LEVEL, DEFAULT_SHUFFLES, competency_gaps, rate_parquet
+from agielo_dagster.rating.predict import competency_gaps
 
 from .common import benchmark_output, digest_of, frame_table, retried_on_storage_errors
 from .partitions import benchmark_partitions
@@ -41,6 +41,8 @@ SEED = 42
     deps=[dg.AssetDep("match_tables"), dg.AssetDep("provisional_matches")],
 )
 def ratings(context: dg.AssetExecutionContext, storage: ObjectStorage):
+    from agielo_dagster.rating import DEFAULT_SHUFFLES, rate_parquet  # the engine (and numba) load when a run rates
+
     store = storage.store
     path = warehouse_path("match_tables", context.partition_key)
     with retried_on_storage_errors(context):
@@ -108,7 +110,7 @@ def with_provisional_agents(agents: pa.Table, test_cases: pa.Table, partial: pa.
         partial = partial.filter(pc.is_in(ids, value_set=test_cases.column("test_case_id").cast(pa.string())))
     if partial.num_rows == 0:
         return joint
-    from agielo_dagster.rating import place_on_subset, ranks_among, stratum_weights
+    from agielo_dagster.rating import DEFAULT_LEVEL, place_on_subset, ranks_among, stratum_weights
 
     frames = []
     for _, results in partial.to_pandas().groupby("agent_id", sort=True):

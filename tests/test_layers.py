@@ -71,6 +71,17 @@ def test_the_domain_imports_without_dagster_loaded():
     assert out.stdout.strip() == "False"
 
 
+def test_the_command_line_and_the_code_location_load_without_numba():
+    """numba and its compiler (about 0.6 s and 60 MB per process) load only when a step rates or checks a match table."""
+    code = "import sys, agielo_dagster.cli, agielo_dagster.definitions; print(sorted(m for m in ('numba', 'llvmlite', 'scipy') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+    # and the engine still loads it where it rates
+    code = "import sys, numpy as np; from agielo_dagster.rating.frames import check_floats; check_floats(np.ones(3), 'x', 'y'); print('numba' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "True"
+
+
 def test_assets_and_resources_install_under_the_project_namespace(tmp_path):
     """A real (non-editable) wheel: no generic top-level `assets` or `resources` package lands in site-packages."""
     wheel_dir = tmp_path / "wheel"

@@ -18,7 +18,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-import numba
 import numpy as np
 import pandas as pd
 
@@ -134,10 +133,12 @@ def floats_of(df: pd.DataFrame, column: str, what: str, lo: float = -np.inf, hi:
 
 def check_floats(values: np.ndarray, column: str, what: str, lo: float = -np.inf, hi: float = np.inf) -> None:
     """Refuse NaN, ±inf and values outside [lo, hi], naming the first bad row."""
+    from ._frame_kernels import count_bad
+
     if np.isfinite(lo) or np.isfinite(hi):
-        bad_count = _count_bad(values, float(lo), float(hi))
+        bad_count = count_bad(values, float(lo), float(hi))
     else:
-        bad_count = _count_bad(values, -np.inf, np.inf)
+        bad_count = count_bad(values, -np.inf, np.inf)
     if bad_count == 0:
         return
     bad = ~np.isfinite(values) | (values < lo) | (values > hi)
@@ -150,16 +151,6 @@ def check_floats(values: np.ndarray, column: str, what: str, lo: float = -np.inf
         row=row,
         column=column,
     )
-
-
-@numba.njit(cache=True, nogil=True)
-def _count_bad(values, lo, hi):
-    bad = 0
-    for i in range(len(values)):
-        v = values[i]
-        if not (v >= lo and v <= hi) or not np.isfinite(v):
-            bad += 1
-    return bad
 
 
 @dataclass(frozen=True)
@@ -268,6 +259,8 @@ def _encode_pandas(matches: pd.DataFrame, what: str) -> Matches:
 
 
 def _encode_arrow(table: Any, what: str, flavour: Flavour) -> Matches:
+    from ._frame_kernels import equal
+
     require_columns(table, MATCH_COLUMNS, what)
     if table.num_rows == 0:
         raise MatchTableError(f"{what} has no rows (rule: non_empty)", rule="non_empty")
@@ -279,19 +272,11 @@ def _encode_arrow(table: Any, what: str, flavour: Flavour) -> Matches:
         agent=agent,
         test_case=test_case,
         score=score,
-        metric=score if metric is score or _equal(metric, score) else metric,
+        metric=score if metric is score or equal(metric, score) else metric,
         agent_ids=agent_ids,
         test_case_ids=test_case_ids,
         flavour=flavour,
     )
-
-
-@numba.njit(cache=True, nogil=True)
-def _equal(x, y):
-    for i in range(len(x)):
-        if x[i] != y[i]:
-            return False
-    return True
 
 
 def _first_null(column: Any) -> int:
@@ -336,15 +321,9 @@ def arrow_ids(column: Any, name: str, what: str) -> tuple[np.ndarray, np.ndarray
         return indices, np.asarray(ids, dtype=object)  # the dictionary is already the sorted distinct ids
     mapping = np.full(len(values), -1, dtype=np.int32)
     mapping[used] = inverse.astype(np.int32)
-    return _remap(indices, mapping), np.asarray(ids, dtype=object)
+    from ._frame_kernels import remap
 
-
-@numba.njit(cache=True, nogil=True)
-def _remap(indices, mapping):
-    out = np.empty(len(indices), dtype=np.int32)
-    for i in range(len(indices)):
-        out[i] = mapping[indices[i]]
-    return out
+    return remap(indices, mapping), np.asarray(ids, dtype=object)
 
 
 def arrow_floats(column: Any, name: str, what: str, lo: float = -np.inf, hi: float = np.inf) -> np.ndarray:
@@ -377,14 +356,16 @@ def check_unique_matches(m: Matches, what: str = "match table") -> None:
     One bit per possible pair when agents × test cases fit in 2³¹ bits (256 MiB; 12 MiB for
     4,500 × 22,000), else a counting sort of the rows by test case.
     """
+    from ._frame_kernels import count_repeats, earliest_repeat, first_duplicate
+
     cells = m.n_agents * m.n_test_cases
     if cells <= 1 << 31:
         seen = np.zeros((cells + 63) // 64, dtype=np.uint64)
-        count = _count_repeats(m.agent, m.test_case, m.n_test_cases, seen)
-        first, second = _earliest_repeat(m.agent, m.test_case, m.n_test_cases, seen) if count else (-1, -1)
+        count = count_repeats(m.agent, m.test_case, m.n_test_cases, seen)
+        first, second = earliest_repeat(m.agent, m.test_case, m.n_test_cases, seen) if count else (-1, -1)
     else:
         rows = np.empty(len(m), dtype=np.int32 if len(m) < 2**31 else np.int64)
-        first, second, count = _first_duplicate(m.agent, m.test_case, m.n_agents, m.n_test_cases, rows)
+        first, second, count = first_duplicate(m.agent, m.test_case, m.n_agents, m.n_test_cases, rows)
     if count:
         agent, test_case = m.agent_ids[m.agent[second]], m.test_case_ids[m.test_case[second]]
         raise MatchTableError(
@@ -395,70 +376,3 @@ def check_unique_matches(m: Matches, what: str = "match table") -> None:
             column="agent_id",
             rows=(int(first), int(second)),
         )
-
-
-@numba.njit(cache=True, nogil=True)
-def _first_duplicate(agent, test_case, n_agents, n_test_cases, rows):
-    """(first row, repeating row, number of repeated rows) of the earliest repeated (agent, test case) pair.
-
-    ``rows`` is scratch space of one integer per match.
-    """
-    n = len(agent)
-    start = np.zeros(n_test_cases + 1, dtype=np.int64)
-    for i in range(n):
-        start[test_case[i] + 1] += 1
-    for t in range(n_test_cases):
-        start[t + 1] += start[t]
-    fill = start[:-1].copy()
-    for i in range(n):  # rows grouped by test case, in row order within a group
-        t = test_case[i]
-        rows[fill[t]] = i
-        fill[t] += 1
-    seen_in = np.full(n_agents, -1, dtype=np.int64)
-    seen_row = np.zeros(n_agents, dtype=np.int64)
-    count = 0
-    best_first, best_second = -1, n
-    for t in range(n_test_cases):
-        for j in range(start[t], start[t + 1]):
-            r = rows[j]
-            a = agent[r]
-            if seen_in[a] == t:
-                count += 1
-                if r < best_second:
-                    best_first, best_second = seen_row[a], r
-            else:
-                seen_in[a] = t
-                seen_row[a] = r
-    return best_first, best_second, count
-
-
-@numba.njit(cache=True, nogil=True)
-def _count_repeats(agent, test_case, n_test_cases, seen):
-    """Rows whose (agent, test case) bit was already set; sets the bits."""
-    count = 0
-    for i in range(len(agent)):
-        cell = np.int64(agent[i]) * n_test_cases + test_case[i]
-        word, bit = cell >> 6, np.uint64(1) << np.uint64(cell & 63)
-        if seen[word] & bit:
-            count += 1
-        else:
-            seen[word] |= bit
-    return count
-
-
-@numba.njit(cache=True, nogil=True)
-def _earliest_repeat(agent, test_case, n_test_cases, seen):
-    """(first row, repeating row) of the earliest repeating row, given the bits of every pair."""
-    seen[:] = 0
-    second = -1
-    for i in range(len(agent)):
-        cell = np.int64(agent[i]) * n_test_cases + test_case[i]
-        word, bit = cell >> 6, np.uint64(1) << np.uint64(cell & 63)
-        if seen[word] & bit:
-            second = i
-            break
-        seen[word] |= bit
-    for i in range(second):
-        if agent[i] == agent[second] and test_case[i] == test_case[second]:
-            return i, second
-    return -1, second

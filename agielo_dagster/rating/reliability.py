@@ -37,7 +37,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._kernels import binned_errors_by_agent, group_by, spearman_played
 from .frames import encode_matches, flavour_of, to_flavour, to_pandas
 
 __all__ = ["BIN_EDGES", "RELIABILITY_COLUMNS", "binned_calibration", "reliability"]
@@ -71,6 +70,8 @@ class OrderReliability:
     """
 
     def __init__(self, agent, test_case, score, n_agents: int):
+        from ._kernels import group_by  # imported on use: the package itself loads without numba
+
         self.csr_test_case = np.empty(len(agent), dtype=test_case.dtype)
         self.csr_score = np.empty(len(agent), dtype=score.dtype)
         self.start = group_by(agent, n_agents, test_case, score, self.csr_test_case, self.csr_score)
@@ -78,6 +79,8 @@ class OrderReliability:
 
     def binned(self, a_mu, t_mu, played) -> tuple[float, float, int]:
         """MAE, MSE and matches outside the bins, with each agent's first ``played[a]`` matches."""
+        from ._kernels import binned_errors_by_agent
+
         w, abs_err, sq_err, outside = binned_errors_by_agent(
             self.start, played, self.csr_test_case, self.csr_score, a_mu, t_mu, BIN_LO, BIN_WIDTH, N_BINS
         )
@@ -86,6 +89,8 @@ class OrderReliability:
 
     def measure(self, a_mu, t_mu, a_mean, t_mean, played) -> tuple[float, float, float, float, int]:
         """ρ_test_cases, ρ_agents, MAE, MSE and matches outside the bins (players enter ρ once they have played)."""
+        from ._kernels import spearman_played
+
         with np.errstate(invalid="ignore"):
             rho_t = spearman_played(t_mu, t_mean)
             rho_a = spearman_played(a_mu, a_mean)

@@ -171,15 +171,15 @@ def test_rate_parquet_names_the_row_of_the_whole_table(tmp_path, matches):
 
 
 def test_both_ways_of_finding_repeated_matches_agree(matches):
-    from agielo_dagster.rating.frames import _count_repeats, _earliest_repeat, _first_duplicate
+    from agielo_dagster.rating._frame_kernels import count_repeats, earliest_repeat, first_duplicate
 
     repeated = pd.concat([matches, matches.iloc[[9, 30, 9]]], ignore_index=True)
     m = encode_matches(repeated, unique=False)
     seen = np.zeros((m.n_agents * m.n_test_cases + 63) // 64, dtype=np.uint64)
-    count = _count_repeats(m.agent, m.test_case, m.n_test_cases, seen)
+    count = count_repeats(m.agent, m.test_case, m.n_test_cases, seen)
     assert count == 3
-    assert _earliest_repeat(m.agent, m.test_case, m.n_test_cases, seen) == (9, len(matches))
-    first, second, count = _first_duplicate(m.agent, m.test_case, m.n_agents, m.n_test_cases, np.empty(len(m), dtype=np.int64))
+    assert earliest_repeat(m.agent, m.test_case, m.n_test_cases, seen) == (9, len(matches))
+    first, second, count = first_duplicate(m.agent, m.test_case, m.n_agents, m.n_test_cases, np.empty(len(m), dtype=np.int64))
     assert (first, second, count) == (9, len(matches), 3)
 
 
