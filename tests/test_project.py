@@ -1,0 +1,96 @@
+"""The repository is a `dg` project on one Dagster release: `dg check defs`, `dg list defs` and `dg launch` work
+from the project root, as README documents them, without a SupersessionWarning."""
+
+import json
+import os
+import subprocess
+import sys
+import tomllib
+from importlib.metadata import version
+from pathlib import Path
+
+import dagster as dg
+import pytest
+from packaging.requirements import Requirement
+
+from agielo_dagster.definitions import build_definitions
+from agielo_dagster.resources.storage import ObjectStorage
+from tests.pipeline.conftest import write_benchmark
+
+ROOT = Path(__file__).resolve().parents[1]
+DG = Path(sys.executable).with_name("dg")
+
+
+def run_dg(*args: str, home: Path, storage: Path, timeout: int = 300) -> subprocess.CompletedProcess:
+    """`dg ARGS` from the project root, in this virtual environment, over its own instance and storage root."""
+    env = os.environ | {
+        "DAGSTER_HOME": str(home),
+        "AGIELO_STORAGE": str(storage),
+        "VIRTUAL_ENV": sys.prefix,
+        "PATH": f"{DG.parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "DAGSTER_DISABLE_TELEMETRY": "1",
+    }
+    (home / "dagster.yaml").touch()
+    return subprocess.run([str(DG), *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture
+def places(tmp_path: Path) -> tuple[Path, Path]:
+    home, storage = tmp_path / "home", tmp_path / "root"
+    home.mkdir()
+    storage.mkdir()
+    return home, storage
+
+
+def test_dg_check_defs(places):
+    result = run_dg("check", "defs", home=places[0], storage=places[1])
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    assert "All definitions loaded successfully" in output
+    assert "SupersessionWarning" not in output
+
+
+def test_dg_list_defs_shows_every_asset_of_the_definitions(places):
+    result = run_dg("list", "defs", "--json", home=places[0], storage=places[1])
+    assert result.returncode == 0, result.stderr
+    listed = {asset["asset_key"] for asset in json.loads(result.stdout)["assets"]}
+    defined = {key.to_user_string() for key in build_definitions().resolve_asset_graph().get_all_asset_keys()}
+    assert listed == defined
+
+
+def test_dg_launch_rates_a_benchmark(places):
+    """README's `dg launch --assets 'upload_ledger*' --partition <benchmark>`: validate, then rate, one benchmark."""
+    home, storage = places
+    write_benchmark(storage, "quiz", [1300, 1500, 1700], test_cases=30)
+    with dg.instance_for_test(temp_dir=str(home)) as instance:
+        instance.add_dynamic_partitions("benchmarks", ["quiz"])
+    result = run_dg("launch", "--assets", "upload_ledger*", "--partition", "quiz", home=home, storage=storage)
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-3000:]
+    assert "RUN_SUCCESS" in output and "SupersessionWarning" not in output
+    agents = ObjectStorage(root=str(storage)).store.read_table("warehouse/agent_ratings/quiz.parquet")
+    assert sorted(agents.column("agent_id").to_pylist()) == ["agent_0", "agent_1", "agent_2"]
+
+
+DAGSTER_LIBRARIES = ("dagster-celery", "dagster-postgres")
+
+
+def _library_release(core: str) -> str:
+    """The integration libraries' version released with a core version: 1.13.27 <-> 0.29.27."""
+    major, minor, patch = core.split(".")
+    assert major == "1"
+    return f"0.{int(minor) + 16}.{patch}"
+
+
+def test_one_dagster_release_for_the_base_install_and_every_extra():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    requirements = [Requirement(r) for r in project["dependencies"]]
+    requirements += [Requirement(r) for extra in project["optional-dependencies"].values() for r in extra]
+    pins = {r.name.split("[")[0]: str(r.specifier) for r in requirements if r.name.startswith("dagster")}
+    core = version("dagster")
+    for name, specifier in pins.items():
+        expected = _library_release(core) if name in DAGSTER_LIBRARIES else core
+        assert specifier == f"=={expected}", f"{name} {specifier}: expected =={expected}"
+        assert version(name) == expected
+    for installed in ("dagster-webserver", "dagster-graphql", "dagster-pipes", "dagster-shared", "dagster-dg-core"):
+        assert version(installed) == core
