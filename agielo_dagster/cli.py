@@ -27,6 +27,7 @@ from pathlib import Path
 
 import dagster as dg
 
+from . import threads  # first of the package: sets the thread environment before numpy loads
 from .assets.partitions import benchmark_partitions
 from .assets.quarantine import read_quarantine
 from .definitions import build_definitions
@@ -98,6 +99,7 @@ def _materialized(result: dg.ExecuteInProcessResult, asset: str) -> dict | None:
     return None
 
 
+@threads.one_blas_thread()
 def run_pipeline(
     storage: ObjectStorage, instance: dg.DagsterInstance, *, log_level: str = "CRITICAL", create: bool = False
 ) -> RunSummary:

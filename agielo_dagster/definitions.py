@@ -5,6 +5,7 @@ import warnings
 
 import dagster as dg
 
+from . import threads  # noqa: F401 - first of the package: sets the thread environment before numpy loads
 from .assets.capabilities import capabilities
 from .assets.estimators import estimator_comparison, rating_uncertainty, reliability_heldout
 from .assets.incoming import harness_logs_readable, harness_uploads

@@ -61,6 +61,8 @@ def demo_models(benchmark: str) -> dict[str, Callable[[], object]]:
     from sklearn.svm import SVC
     from sklearn.tree import DecisionTreeClassifier
 
+    from .rating.cores import usable_cores
+
     def scaled(model):
         return lambda: make_pipeline(StandardScaler(), model())
 
@@ -77,8 +79,8 @@ def demo_models(benchmark: str) -> dict[str, Callable[[], object]]:
         "decision_tree_depth_4": lambda: DecisionTreeClassifier(max_depth=4, random_state=0),
         "decision_tree": lambda: DecisionTreeClassifier(random_state=0),
         "random_forest_10": lambda: RandomForestClassifier(10, random_state=0),
-        "random_forest": lambda: RandomForestClassifier(200, random_state=0, n_jobs=2),
-        "extra_trees": lambda: ExtraTreesClassifier(200, random_state=0, n_jobs=2),
+        "random_forest": lambda: RandomForestClassifier(200, random_state=0, n_jobs=usable_cores()),
+        "extra_trees": lambda: ExtraTreesClassifier(200, random_state=0, n_jobs=usable_cores()),
         "hist_gradient_boosting": lambda: HistGradientBoostingClassifier(max_iter=30, learning_rate=0.3, random_state=0),
         "adaboost": lambda: AdaBoostClassifier(random_state=0),
         "svc_rbf": scaled(lambda: SVC(probability=True, random_state=0)),

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
+from agielo_dagster.resources.storage import ObjectStorage
 from packaging.requirements import Requirement
 
 from agielo_dagster.definitions import build_definitions
-from agielo_dagster.resources.storage import ObjectStorage
 from tests.pipeline.conftest import write_benchmark
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -23,7 +23,6 @@ been played). ``shuffles=1`` is the paper's single order, unchanged.
 from __future__ import annotations
 
 import math
-import os
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -33,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from . import _kernels as K
+from .cores import usable_cores
 from .frames import (
     Matches,
     MatchTableError,
@@ -366,11 +366,8 @@ class _Inline:
 
 
 def default_workers() -> int:
-    """The cores this process may use."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover - not Linux
-        return max(1, os.cpu_count() or 1)
+    """The cores this process may use (affinity and cgroup quota, or ``AGIELO_THREADS``)."""
+    return usable_cores()
 
 
 class _FirstOrderReliability:
