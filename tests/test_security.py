@@ -123,8 +123,9 @@ def test_every_test_security_md_names_exists():
 
     text = (REPO / "SECURITY.md").read_text()
     missing, current, seen = [], None, 0
-    for ref in re.findall(r"`((?:tests/[\w/]+\.py)?(?:::\w+)?)`", text):
+    for ref in re.findall(r"`((?:tests/[\w/]+\.py)?(?:::\w+)*)`", text):
         path, _, name = ref.partition("::")
+        name = name.rsplit("::", 1)[-1]  # Class::test: the method
         if path:
             current = REPO / path
             if not current.exists():
