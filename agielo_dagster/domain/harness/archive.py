@@ -20,6 +20,7 @@ Pure: bytes in, :class:`~agielo_dagster.domain.contract.IngestError` out.
 
 from __future__ import annotations
 
+import io
 import struct
 import zlib
 from zipfile import ZIP_DEFLATED, ZIP_STORED, BadZipFile, ZipFile, ZipInfo
@@ -31,7 +32,7 @@ __all__ = ["CHUNK_BYTES", "MAX_ARCHIVE_MEMBERS", "MAX_CENTRAL_DIRECTORY_BYTES", 
 MAX_ARCHIVE_MEMBERS = 100_000  # an Inspect log has one member per (sample, epoch), a few more for its header
 MAX_CENTRAL_DIRECTORY_BYTES = 16 << 20  # bounds what zipfile builds in memory (one ZipInfo per entry)
 CHUNK_BYTES = 1 << 20
-ZIP_ZSTANDARD = 93  # APPNOTE 4.4.5; Inspect writes its logs with it (inspect_ai >= 0.3.1xx)
+ZIP_ZSTANDARD = 93  # APPNOTE 4.4.5; the inspect_ai installed here writes its logs with it
 _METHODS = {ZIP_STORED: "stored", ZIP_DEFLATED: "deflate", ZIP_ZSTANDARD: "zstd"}
 _EOCD = b"PK\x05\x06"
 _ZIP64_LOCATOR = b"PK\x06\x07"
@@ -55,7 +56,7 @@ def check_archive(data: bytes, path: str, max_bytes: int) -> None:
             f"at most {MAX_ARCHIVE_MEMBERS:,} members and {MAX_CENTRAL_DIRECTORY_BYTES:,} bytes are read",
         )
     try:
-        with ZipFile(_Bytes(view)) as archive:
+        with ZipFile(io.BytesIO(data)) as archive:  # BytesIO shares the bytes until written
             members = archive.infolist()
     except (BadZipFile, EOFError, OSError, ValueError, struct.error) as exc:
         raise IngestError(path, "inspect_truncated", f"not a readable zip archive ({type(exc).__name__}: {exc})") from None
@@ -92,37 +93,13 @@ def check_archive(data: bytes, path: str, max_bytes: int) -> None:
             raise IngestError(
                 path,
                 "archive_size",
-                f"member {_name(info)} expands past the {info.file_size:,} bytes it declares; refused unread",
+                f"member {_name(info)} expands past the {info.file_size:,} bytes it declares (a crafted archive)",
             )
 
 
 def _name(info: ZipInfo) -> str:
     name = info.filename
     return repr(name if len(name) <= 60 else name[:59] + "…")
-
-
-class _Bytes:
-    """A read-only, seekable file over a memoryview (zipfile needs seek/tell/read), without copying the archive."""
-
-    def __init__(self, view: memoryview):
-        self._view, self._pos = view, 0
-
-    def seekable(self) -> bool:
-        return True
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        base = {0: 0, 1: self._pos, 2: len(self._view)}[whence]
-        self._pos = max(0, base + offset)
-        return self._pos
-
-    def tell(self) -> int:
-        return self._pos
-
-    def read(self, n: int = -1) -> bytes:
-        end = len(self._view) if n is None or n < 0 else min(len(self._view), self._pos + n)
-        out = bytes(self._view[self._pos : end])
-        self._pos = max(self._pos, end)
-        return out
 
 
 def _directory_size(view: memoryview, path: str) -> tuple[int, int]:
