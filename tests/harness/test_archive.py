@@ -187,3 +187,33 @@ def test_a_small_archive_expanding_to_gigabytes_is_refused_within_the_memory_bou
     ), done.stdout
     assert int(compressed) < 3 * MiB
     assert int(grown_mib) < 64, f"peak RSS grew by {grown_mib} MiB while refusing a 1 GiB archive"
+
+
+@pytest.mark.slow  # about 23 s here; the quick variant is test_the_rejection_lands_in_the_incoming_ledger
+def test_the_rejection_shows_in_the_quarantine_report_and_agielo_run(tmp_path):
+    """Through the real pipeline (sensor, runs, a Dagster instance) with the resource's upload limit of 1 MiB."""
+    pytest.importorskip("inspect_ai", reason="inspect-ai is an optional dependency")
+    import dagster as dg
+    import pandas as pd
+    from agielo_dagster.resources.storage import ObjectStorage
+
+    from agielo_dagster.cli import RunSummary, print_summary
+
+    from ..pipeline.conftest import Daemon
+
+    root = tmp_path / "storage"
+    (root / "raw").mkdir(parents=True)
+    (root / "incoming/inspect").mkdir(parents=True)
+    (root / "incoming/inspect/bomb.eval").write_bytes(
+        zip_bytes([("header.json", DEFLATE, deflated_zeros(64 * MiB), 1000)])  # 64 MiB behind a 1,000-byte claim
+    )
+    with dg.instance_for_test() as instance:
+        daemon = Daemon(ObjectStorage(root=str(root), max_upload_bytes=MiB), instance)
+        runs = daemon.settle()
+        assert runs and all(r.success for r in runs)  # a rejection, not a failed step
+        report = pd.read_parquet(root / "warehouse/quarantine_report/_all.parquet")
+        row = report[report["file"] == "incoming/inspect/bomb.eval"]
+        assert list(row["rule"]) == ["archive_size"], report.to_dict("records")
+        out = io.StringIO()
+        print_summary(daemon.storage.store, RunSummary(), out=out)
+        assert "incoming/inspect/bomb.eval" in out.getvalue() and "(rule: archive_size)" in out.getvalue()
