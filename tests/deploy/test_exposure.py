@@ -1,4 +1,5 @@
-"""No default secrets, no open control plane: deploy/docker-compose.yaml, deploy/Caddyfile and deploy/helm/values.yaml.
+"""No default secrets, no open control plane: deploy/docker-compose.yaml (+ docker-compose.proxy.yaml, deploy/Caddyfile)
+and deploy/helm/values.yaml.
 
 docker compose and Kubernetes do not run here: these are parse-level checks of the files as written. Each check is
 also run on the settings the issue found (``change-me`` keys, ``3000:3000`` on every interface, ``postgresqlPassword:
@@ -29,6 +30,13 @@ AUTH_ANNOTATIONS = ("nginx.ingress.kubernetes.io/auth-type", "nginx.ingress.kube
 
 def load(path: str) -> dict:
     return yaml.safe_load((DEPLOY / path).read_text())
+
+
+def merged_compose() -> dict:
+    """docker-compose.yaml with docker-compose.proxy.yaml given after it (its services added, as compose merges)."""
+    base, proxy = load("docker-compose.yaml"), load("docker-compose.proxy.yaml")
+    assert not set(base["services"]) & set(proxy["services"])  # the proxy file only adds
+    return {**base, "services": {**base["services"], **proxy["services"]}}
 
 
 def scalars(tree, where: str = ""):
@@ -192,17 +200,22 @@ def helm_findings(values: dict) -> list[str]:
 
 def test_compose_holds_no_literal_secret():
     assert compose_secret_findings(load("docker-compose.yaml")) == []
+    assert compose_secret_findings(load("docker-compose.proxy.yaml")) == []
 
 
 def test_compose_publishes_no_webserver_beyond_the_host_without_the_proxy():
-    compose = load("docker-compose.yaml")
-    assert compose_exposure_findings(compose, (DEPLOY / "Caddyfile").read_text()) == []
+    caddyfile = (DEPLOY / "Caddyfile").read_text()
+    base = load("docker-compose.yaml")
+    assert compose_exposure_findings(base, caddyfile) == []
+    assert all(host in LOOPBACK for s in base["services"].values() for host, _ in map(published, s.get("ports") or []))
+    compose = merged_compose()
+    assert compose_exposure_findings(compose, caddyfile) == []
     services = compose["services"]
     assert [published(p) for p in services["webserver"]["ports"]] == [("127.0.0.1", "3000")]
     assert [published(p) for p in services["webserver-read-only"]["ports"]] == [("127.0.0.1", "3001")]
     assert "--read-only" in services["webserver-read-only"]["command"]
     assert "--read-only" not in services["webserver"]["command"]
-    assert services["proxy"]["profiles"] == ["proxy"]  # started only when asked for
+    assert "proxy" not in base["services"]  # started only when its file is given
     sites = caddy_sites((DEPLOY / "Caddyfile").read_text())
     assert {s: re.findall(r"reverse_proxy\s+(\S+)", b) for s, b in sites.items()} == {
         "{$AGIELO_ADMIN_HOST}": ["webserver:3000"],
@@ -211,15 +224,22 @@ def test_compose_publishes_no_webserver_beyond_the_host_without_the_proxy():
 
 
 def test_compose_refuses_to_start_without_any_secret_and_env_example_lists_them_all():
-    text = (DEPLOY / "docker-compose.yaml").read_text()
-    required = {m["var"] for m in INTERPOLATION.finditer(text) if m["op"] == ":?"}
-    assert {"AGIELO_POSTGRES_PASSWORD", "AGIELO_REDIS_PASSWORD", "AGIELO_S3_SECRET_ACCESS_KEY"} <= required
-    core = {v for v in required if not v.startswith(("AGIELO_ADMIN_", "AGIELO_VIEWER_"))}  # the proxy's: its profile only
+    """Compose checks the required variables of every file it is given, profiles or not: the proxy's are in its file."""
+    text, proxy = (DEPLOY / "docker-compose.yaml").read_text(), (DEPLOY / "docker-compose.proxy.yaml").read_text()
+    core = {m["var"] for m in INTERPOLATION.finditer(text) if m["op"] == ":?"}
+    assert {"AGIELO_POSTGRES_PASSWORD", "AGIELO_REDIS_PASSWORD", "AGIELO_S3_SECRET_ACCESS_KEY"} <= core
+    assert not {v for v in core if v.startswith(("AGIELO_ADMIN_", "AGIELO_VIEWER_"))}  # a plain start never asks for them
+    proxy_vars = {m["var"] for m in INTERPOLATION.finditer(proxy) if m["op"] == ":?"}
+    assert {"AGIELO_ADMIN_PASSWORD_HASH", "AGIELO_VIEWER_PASSWORD_HASH"} <= proxy_vars
+    required = core | proxy_vars
     full = {v: "x" for v in required}
-    with_defaults(text, full)  # everything set: interpolates
+    with_defaults(text + proxy, full)  # everything set: interpolates
     for var in sorted(core):
         with pytest.raises(KeyError, match=var):
             with_defaults(text, {k: v for k, v in full.items() if k != var})
+    for var in sorted(proxy_vars):
+        with pytest.raises(KeyError, match=var):
+            with_defaults(proxy, {k: v for k, v in full.items() if k != var})
     example = (DEPLOY / "env.example").read_text()
     listed = set(re.findall(r"^#?([A-Z][A-Z0-9_]+)=", example, re.M))
     assert required <= listed, required - listed
