@@ -24,19 +24,13 @@ class DagsterDev:
         self.log_path = log_path
         self.process: subprocess.Popen | None = None
 
+    what = "dagster dev"
+
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", "dagster", "dev", "-w", str(REPO / "workspace.yaml"), "-h", "127.0.0.1", "-p", str(self.port)]
+
     def start(self, timeout: float = 180.0) -> "DagsterDev":
-        command = [
-            sys.executable,
-            "-m",
-            "dagster",
-            "dev",
-            "-w",
-            str(REPO / "workspace.yaml"),
-            "-h",
-            "127.0.0.1",
-            "-p",
-            str(self.port),
-        ]
+        command = self.command()
         with open(self.log_path, "ab") as log:
             # started with '&' from a non-interactive shell it would ignore SIGINT/SIGTERM: own session instead
             self.process = subprocess.Popen(
@@ -45,7 +39,7 @@ class DagsterDev:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"dagster dev exited with {self.process.returncode}:\n{self.log_path.read_text()[-4000:]}")
+                raise RuntimeError(f"{self.what} exited with {self.process.returncode}:\n{self.log_path.read_text()[-4000:]}")
             try:
                 if self.graphql("{ version }").get("data", {}).get("version"):
                     if self._location_loaded():
@@ -54,7 +48,7 @@ class DagsterDev:
                 pass
             time.sleep(1)
         self.stop()
-        raise RuntimeError(f"dagster dev did not come up on {self.url} within {timeout} s:\n{self.log_path.read_text()[-4000:]}")
+        raise RuntimeError(f"{self.what} did not come up on {self.url} within {timeout} s:\n{self.log_path.read_text()[-4000:]}")
 
     def _location_loaded(self) -> bool:
         data = self.graphql("{ workspaceOrError { ... on Workspace { locationEntries { loadStatus } } } }")

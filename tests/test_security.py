@@ -7,6 +7,8 @@ The checks read the code's syntax tree, not its text: a test that asserts a page
 import ast
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 SOURCES = [
     p for folder in ("agielo_dagster", "assets", "resources", "benchmarks", "tests") for p in (REPO / folder).rglob("*.py")
@@ -81,3 +83,143 @@ def test_the_check_finds_each_forbidden_construct():
 def test_no_forbidden_constructs():
     hits = [f"{path.relative_to(REPO)}:{line}: {rule}" for path in SOURCES for line, rule in findings(path.read_text())]
     assert hits == []
+
+
+HOSTILE = ["</script><script>alert(1)</script>", "<img src=x onerror=alert(2)>", "q\"uote's & <!-- x", "<b>bold</b>"]
+
+
+def test_the_report_shows_hostile_ids_and_descriptions_as_text_never_as_markup():
+    """The report page (benchmark_reports/<b>.html): every id, name and the description are escaped."""
+    import html
+    from html.parser import HTMLParser
+
+    import pandas as pd
+
+    from agielo_dagster.domain.report import render_report
+
+    gaps = pd.DataFrame({"agent_id": HOSTILE, "rating": [1500.0, 1400.0, 1300.0, 1200.0], "hardest_test_case_rating": 1900.0})
+    hardest = pd.DataFrame({"test_case_id": HOSTILE, "rating": [1900.0, 1800.0, 1700.0, 1600.0]})
+    reliability = pd.DataFrame({"mae": [0.1], "rho_agents": [0.9], "rho_test_cases": [0.8]})
+    inputs = pd.DataFrame({"agent_id": HOSTILE, "source_path": HOSTILE, "source_version": ["sha256:x"] * 4})
+    page = render_report("quiz", {}, gaps, hardest, reliability, inputs, "0.1.0", "sha256:d", description=HOSTILE[0])
+    assert "<script" not in page and "<img" not in page and "<b>" not in page and "<!--" not in page
+
+    class Markup(HTMLParser):
+        tags: set[str] = set()
+        handlers: list[str] = []
+
+        def handle_starttag(self, tag, attrs):
+            self.tags.add(tag)
+            self.handlers += [name for name, _ in attrs if name.startswith("on")]
+
+    parsed = Markup()
+    parsed.feed(page)
+    assert parsed.handlers == [] and not parsed.tags & {"script", "img", "b", "iframe", "a"}, parsed.tags
+    for evil in HOSTILE:
+        assert html.escape(evil, quote=False) in page or html.escape(evil) in page, evil  # shown, character for character
+
+
+def test_every_test_security_md_names_exists():
+    """SECURITY.md's ``file::test`` references (``::test`` continues the last file) name real tests."""
+    import re
+
+    text = (REPO / "SECURITY.md").read_text()
+    missing, current, seen = [], None, 0
+    for ref in re.findall(r"`((?:tests/[\w/]+\.py)?(?:::\w+)*)`", text):
+        path, _, name = ref.partition("::")
+        name = name.rsplit("::", 1)[-1]  # Class::test: the method
+        if path:
+            current = REPO / path
+            if not current.exists():
+                missing.append(path)
+        if name:
+            seen += 1
+            source = current.read_text() if current and current.exists() else ""
+            if not re.search(rf"^\s*def {name}\(", source, re.M):
+                missing.append(f"{current.relative_to(REPO) if current else '?'}::{name}")
+    assert seen >= 40 and missing == [], missing
+
+
+def test_security_md_gives_the_code_s_figures_and_policies():
+    from agielo_dagster.domain import contract
+    from agielo_dagster.domain.harness import archive
+    from agielo_dagster.domain.query import MAX_QUERY_CHARS, MAX_QUERY_DEPTH
+
+    text = " ".join((REPO / "SECURITY.md").read_text().split())
+    assert f"at most **{contract.MAX_JSON_DEPTH}** deep" in text  # README once said 64; the code says 32
+    assert f"{contract.MAX_LOG_BYTES >> 20} MiB by default" in text
+    assert f"at most {contract.MAX_SPEC_BYTES >> 10} KiB" in text
+    assert f"at most {contract.MAX_NAME_LENGTH} characters" in text
+    assert f"at most {contract.MAX_COLUMNS} columns" in text
+    assert f"declared decoded size ≤ {contract.PARQUET_EXPANSION} × the limit" in text
+    assert f"one per {contract.MIN_ROW_BYTES} bytes" in text
+    assert f"≤ {archive.MAX_ARCHIVE_MEMBERS:,} members" in text
+    assert f"central directory ≤ {archive.MAX_CENTRAL_DIRECTORY_BYTES >> 20} MiB" in text
+    assert f"at most {MAX_QUERY_CHARS:,} characters, nesting {MAX_QUERY_DEPTH}" in text
+    # the re-upload policy is what the ledger does (one row per file, its current version's outcome)
+    assert "A rejected new version withdraws the agent" in text and "last accepted version is *not* kept" in text
+    assert "leaves the agent's last accepted version in place" not in text
+
+
+# -- parquet: the decoded-size bound and what it trusts (known gaps, reproduced; the fix belongs in readers.py) -----
+
+PARQUET_GAP = (
+    "readers.py bounds a parquet file's decoded size by its footer's row groups' total_byte_size, which counts "
+    "encoded pages (a dictionary-encoded column repeats one stored value) and which a crafted footer can understate"
+)
+
+
+def _parquet(table) -> bytes:
+    import io
+
+    import pyarrow.parquet as pq
+
+    sink = io.BytesIO()
+    pq.write_table(table, sink, compression="zstd")
+    return sink.getvalue()
+
+
+@pytest.mark.xfail(strict=True, reason=PARQUET_GAP)
+def test_a_dictionary_encoded_parquet_is_held_to_the_decoded_size_bound():
+    """A 24 KB file written by pyarrow itself: 10,000 rows of one 10 KB value decode to 100 MB (bound: 8 MiB)."""
+    import pyarrow as pa
+
+    from agielo_dagster.domain.contract import IngestError
+    from agielo_dagster.domain.readers import read_rows
+
+    value = "y" * 10_000
+    data = _parquet(pa.table({"test_case_id": [str(i) for i in range(10_000)], "note": pa.array([value] * 10_000).dictionary_encode()}))
+    assert len(data) < 50_000
+    with pytest.raises(IngestError, match="log_size"):
+        read_rows(data, "raw/b/a.parquet", max_bytes=1 << 20)
+
+
+@pytest.mark.xfail(strict=True, reason=PARQUET_GAP)
+def test_a_parquet_footer_that_understates_its_row_group_is_caught():
+    """A 3 KB file whose footer says its row group decodes to 1,000 bytes; it decodes to 64 MiB (bound: 8 MiB)."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from agielo_dagster.domain.contract import IngestError
+    from agielo_dagster.domain.readers import read_rows
+
+    def varint(n: int, length: int | None = None) -> bytes:  # thrift compact: zigzag i64 as a (padded) varint
+        out = bytearray()
+        while True:
+            out.append(n & 0x7F)
+            n >>= 7
+            if not n and (length is None or len(out) >= length):
+                break
+        return bytes(b | 0x80 for b in out[:-1]) + out[-1:]
+
+    data = bytearray(_parquet(pa.table({"test_case_id": ["a"], "note": ["x" * (64 << 20)]})))
+    declared = pq.ParquetFile(io.BytesIO(bytes(data))).metadata.row_group(0).total_byte_size
+    footer_start = len(data) - 8 - int.from_bytes(data[-8:-4], "little")
+    honest = varint(2 * declared)
+    at = bytes(data).index(honest, footer_start)
+    data[at : at + len(honest)] = varint(2 * 1000, len(honest))
+    assert pq.ParquetFile(io.BytesIO(bytes(data))).metadata.row_group(0).total_byte_size == 1000
+    with pytest.raises(IngestError, match="log_size"):
+        read_rows(bytes(data), "raw/b/a.parquet", max_bytes=1 << 20)

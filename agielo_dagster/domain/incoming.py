@@ -124,7 +124,9 @@ def refresh_incoming(store: Store) -> IncomingUpdate:
         if before is not None and before["files_digest"] == digest:
             records[key] = before
             continue
-        results[key] = read_drop(key[0], paths, lambda p: store.read_bytes(p, limit=store.max_upload_bytes))
+        results[key] = read_drop(
+            key[0], paths, lambda p: store.read_bytes(p, limit=store.max_upload_bytes), max_bytes=store.max_upload_bytes
+        )
         records[key] = _record(*key, digest, results[key])
 
     # a (benchmark, agent) claimed by two drops is refused for both; a drop whose claim was refused
@@ -140,7 +142,9 @@ def refresh_incoming(store: Store) -> IncomingUpdate:
         before_clashing = any(e["rule"] == "harness_duplicate" for e in json.loads(record["errors"]))
         now_clashing = any((u["benchmark"], u["agent"]) in clashing for u in json.loads(record["uploads"]))
         if before_clashing or now_clashing:
-            results[key] = read_drop(key[0], drops[key][0], lambda p: store.read_bytes(p, limit=store.max_upload_bytes))
+            results[key] = read_drop(
+                key[0], drops[key][0], lambda p: store.read_bytes(p, limit=store.max_upload_bytes), max_bytes=store.max_upload_bytes
+            )
     for key, result in results.items():
         mine = [u for u in result.uploads if (u.benchmark, u.agent) in clashing]
         for u in mine:

@@ -16,7 +16,7 @@ import yaml
 from ..devserver import REPO
 
 DEPLOY = REPO / "deploy"
-DAGSTER_SERVICES = ("code", "webserver", "daemon", "worker")
+DAGSTER_SERVICES = ("code", "webserver", "webserver-read-only", "daemon", "worker")
 LIMIT = {"key": "agielo/benchmark", "value": {"applyLimitPerUniqueValue": True}, "limit": 1}
 
 
@@ -81,7 +81,8 @@ def test_every_dagster_service_gets_every_variable_the_configs_read(compose_env)
         assert needed <= set(env), (service, needed - set(env))
         assert env["DAGSTER_HOME"] == "/opt/dagster/dagster_home"
         assert env["AGIELO_EXECUTOR"] == "celery"
-        assert env["AGIELO_CELERY_BROKER"].startswith("redis://redis:")
+        # the broker's password is the redis service's (redis://:<password>@redis:6379/0)
+        assert env["AGIELO_CELERY_BROKER"] == "redis://:" + compose_env["redis"]["REDISCLI_AUTH"] + "@redis:6379/0"
         assert env["AWS_ENDPOINT_URL"].startswith("http://s3:")
 
 
@@ -107,8 +108,10 @@ def test_compose_services_agree_with_each_other(compose_env):
     code_command = services["code"]["command"]
     assert workspace["host"] == "code"
     assert str(workspace["port"]) == code_command[code_command.index("-p") + 1]
-    for service in ("webserver", "daemon"):
+    for service in ("webserver", "webserver-read-only", "daemon"):
         assert "deploy/workspace.yaml" in services[service]["command"]
+    redis = services["redis"]["command"]
+    assert redis[redis.index("--requirepass") + 1] == compose_env["redis"]["REDISCLI_AUTH"]
     worker = services["worker"]["command"]
     assert worker[:3] == ["dagster-celery", "worker", "start"] and "deploy/celery.yaml" in worker
     assert services["worker"]["deploy"]["replicas"] >= 2

@@ -47,6 +47,9 @@ and the line; an Inspect error the sample (id and epoch, or its member ``samples
 ``eee_aggregate``, ``eee_no_samples``                    an aggregate file without ``evaluation_results``, or without samples
 ``metric_finite``, ``metric_in_range``                   NaN or ±inf; a value outside the range the log declares
 ``log_size``, ``log_not_empty``, ``utf8``                as for ordinary uploads
+``archive_size``, ``archive_members``,                   an ``.eval`` whose members expand past the upload limit (each or in
+``archive_method``                                       all, or past their declared size), too many members, encrypted or
+                                                         compressed other than stored, deflate or zstd (``harness/archive.py``)
 ``harness_duplicate``                                    two logs claim the same (model, task): both are refused
 ``lm_eval_unreadable``, ``inspect_unreadable``,          anything else that went wrong reading the file (the reader raised,
 ``helm_unreadable``, ``eee_unreadable``                  an unforeseen shape), with the exception's class and message
@@ -57,6 +60,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..contract import MAX_LOG_BYTES
 from .common import (
     DerivedUpload,
     Drop,
@@ -97,18 +101,23 @@ __all__ = [
 READERS = {"lm-eval": read_lm_eval, "inspect": read_inspect, "helm": read_helm, "eee": read_eee}
 
 
-def read_drop(harness: str, paths: Sequence[str], read: Reader) -> HarnessResult:
-    """Read one drop with the reader named by :func:`harness_of` (``lm-eval``, ``inspect``, ``helm``, ``eee``)."""
+def read_drop(harness: str, paths: Sequence[str], read: Reader, *, max_bytes: int = MAX_LOG_BYTES) -> HarnessResult:
+    """Read one drop with the reader named by :func:`harness_of` (``lm-eval``, ``inspect``, ``helm``, ``eee``).
+
+    ``max_bytes`` is the upload limit; Inspect's ``.eval`` archives are held to it uncompressed too.
+    """
     if harness not in READERS:
         raise ValueError(f"unknown harness {harness!r}; known: {', '.join(READERS)}")
+    if harness == "inspect":  # the only archives: the limit applies to their members' uncompressed sizes
+        return read_inspect(list(paths), read, max_bytes=max_bytes)
     return READERS[harness](list(paths), read)
 
 
-def read_all(paths: Sequence[str], read: Reader) -> HarnessResult:
+def read_all(paths: Sequence[str], read: Reader, *, max_bytes: int = MAX_LOG_BYTES) -> HarnessResult:
     """Every drop of a storage listing, read, then :func:`check_duplicates` across drops (two logs, one claim)."""
     result = HarnessResult()
     for drop, group in drops_of(paths).items():
-        result.extend(read_drop(drop.harness, group, read))
+        result.extend(read_drop(drop.harness, group, read, max_bytes=max_bytes))
     result.uploads, duplicates = check_duplicates(result.uploads)
     result.errors.extend(duplicates)
     return result

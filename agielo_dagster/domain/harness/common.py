@@ -279,14 +279,14 @@ def quote(value: Any, limit: int = 40) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def read_bytes(read: Reader, path: str) -> bytes:
+def read_bytes(read: Reader, path: str, max_bytes: int = MAX_LOG_BYTES) -> bytes:
     """``read(path)``, refusing files above the upload limit (rule ``log_size``) and empty ones (``log_not_empty``)."""
     data = read(path)
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise IngestError(path, "harness_unreadable", f"read() gave {type(data).__name__}, not bytes")
     data = bytes(data)
-    if len(data) > MAX_LOG_BYTES:
-        raise IngestError(path, "log_size", f"file is {len(data):,} bytes; the limit is {MAX_LOG_BYTES:,}")
+    if len(data) > max_bytes:
+        raise IngestError(path, "log_size", f"file is {len(data):,} bytes; the limit is {max_bytes:,}")
     if not data.strip():
         raise IngestError(path, "log_not_empty", "file is empty")
     return data

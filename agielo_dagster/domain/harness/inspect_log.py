@@ -15,6 +15,9 @@ when a log is read; without it every Inspect log is one ``inspect_not_installed`
   ``epochs="separate"`` every (id, epoch) is its own test case ``<id>#<epoch>``, with ``sample_id`` and ``epoch``
   columns.
 - Only logs with status ``success`` are rated; a sample without a score (it errored) is refused, naming it.
+- An ``.eval`` is a zip archive: before inspect_ai opens it, :func:`~.archive.check_archive` holds its members,
+  uncompressed, to the upload limit ``max_bytes`` (each and in total; rules ``archive_size``, ``archive_members``,
+  ``archive_method``), so a small archive cannot expand to gigabytes in the ingest step.
 """
 
 from __future__ import annotations
@@ -26,7 +29,8 @@ import zipfile
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from ..contract import IngestError
+from ..contract import MAX_LOG_BYTES, IngestError
+from .archive import check_archive
 from .common import HarnessResult, Reader, as_metric, build_upload, check_duplicates, error, guarded, quote, read_bytes
 
 __all__ = ["read_inspect", "score_value"]
@@ -42,8 +46,13 @@ def score_value(value: Any) -> float | None:
     return as_metric(value)
 
 
-def read_inspect(paths: Sequence[str], read: Reader, *, epochs: Literal["mean", "separate"] = "mean") -> HarnessResult:
-    """Read Inspect logs: each path is one ``.eval`` (or ``.json``) log; other paths are listed in ``ignored``."""
+def read_inspect(
+    paths: Sequence[str], read: Reader, *, epochs: Literal["mean", "separate"] = "mean", max_bytes: int = MAX_LOG_BYTES
+) -> HarnessResult:
+    """Read Inspect logs: each path is one ``.eval`` (or ``.json``) log; other paths are listed in ``ignored``.
+
+    ``max_bytes`` is the upload limit: of a file's bytes, and of an ``.eval`` archive's members uncompressed.
+    """
     if epochs not in ("mean", "separate"):
         raise ValueError(f"epochs must be 'mean' or 'separate', got {epochs!r}")
     result = HarnessResult()
@@ -53,14 +62,14 @@ def read_inspect(paths: Sequence[str], read: Reader, *, epochs: Literal["mean", 
             result.ignored.append(path)
             continue
         with guarded(path, result, "inspect_unreadable"):
-            uploads.append(_read_one(read_bytes(read, path), path, epochs))
+            uploads.append(_read_one(read_bytes(read, path, max_bytes), path, epochs, max_bytes))
     kept, duplicates = check_duplicates(uploads)
     result.uploads.extend(kept)
     result.errors.extend(duplicates)
     return result
 
 
-def _read_one(data: bytes, path: str, epochs: str):
+def _read_one(data: bytes, path: str, epochs: str, max_bytes: int):
     try:
         from inspect_ai.log import read_eval_log
     except ImportError:
@@ -74,6 +83,8 @@ def _read_one(data: bytes, path: str, epochs: str):
         raise IngestError(
             path, "inspect_truncated", "not a readable .eval archive (a zip file): the log is truncated or is no Inspect log"
         )
+    if fmt == "eval":
+        check_archive(data, path, max_bytes)  # before inspect_ai decompresses anything
     try:
         log = read_eval_log(io.BytesIO(data), format=fmt)
     except ValidationError as exc:
@@ -159,7 +170,7 @@ def _diagnose(data: bytes, path: str, fmt: str, exc: Exception) -> IngestError:
     from inspect_ai.log import EvalSample
     from pydantic import ValidationError
 
-    if fmt == "eval":
+    if fmt == "eval":  # check_archive has held every member to its declared size, within the upload limit
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             for member in archive.namelist():
                 if not (member.startswith("samples/") and member.endswith(".json")):
