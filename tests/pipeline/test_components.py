@@ -1,0 +1,105 @@
+"""Components are a visible fact, and no accepted upload vanishes (issue 21, part B).
+
+One benchmark, run by the daemon's own sensor and job, with the unusual uploads a user makes:
+
+- ``typo``: a full upload whose test-case ids carry a typo'd prefix (``TC_…`` where the others use
+  ``tc_…``) and that solved them all: before, it was rated in a component of its own, ranked first in
+  the explorer and named "best" by ``agielo run`` with a negative gap;
+- ``ghost``: a partial upload of 10 test cases the benchmark never rated: before, accepted by the
+  ledger and then absent from every output;
+- ``half``: a partial upload of 6 rated and 4 unknown test cases: placed, saying nothing of the 4.
+
+The two strongest regular agents are 10 Elo apart, so no interval separates them: the headline is
+their top tier, never a single "best".
+"""
+
+import io
+import json
+import re
+
+import pandas as pd
+
+from agielo_dagster.cli import RunSummary, print_summary
+from agielo_dagster.domain.standing import headline
+
+from .conftest import write_benchmark, write_log
+
+BENCHMARK = "quiz"
+
+
+def read(root, asset):
+    return pd.read_parquet(root / "warehouse" / asset / f"{BENCHMARK}.parquet")
+
+
+def test_disconnected_and_unknown_uploads_are_named_everywhere_and_ties_share_the_top(daemon, root, storage):
+    matches = write_benchmark(root, BENCHMARK, [1300, 1500, 1890, 1900])
+    rows = matches[matches["agent_id"] == "agent_0"].rename(columns={"metric": "correct"})[["test_case_id", "correct"]]
+    write_log(root, BENCHMARK, "typo", rows.assign(test_case_id=rows["test_case_id"].str.upper(), correct=1.0))
+    write_log(root, BENCHMARK, "ghost", pd.DataFrame({"test_case_id": [f"zz_{i}" for i in range(10)], "correct": [1.0, 0.0] * 5}))
+    unknown = pd.DataFrame({"test_case_id": [f"yy_{i}" for i in range(4)], "correct": 1.0})
+    write_log(root, BENCHMARK, "half", pd.concat([rows.head(6), unknown], ignore_index=True))
+    runs = daemon.settle()
+    assert runs and all(r.success for r in runs)
+
+    # every accepted upload's agent has a row, with its status and reason
+    ledger = read(root, "upload_ledger")
+    accepted = set(ledger.loc[ledger["status"] == "accepted", "agent"])
+    assert accepted == {"agent_0", "agent_1", "agent_2", "agent_3", "typo", "ghost", "half"}
+    agents = read(root, "agent_ratings").set_index("agent_id")
+    assert set(agents.index) == accepted
+    status = agents["status"].to_dict()
+    assert status == {
+        **{f"agent_{i}": "rated" for i in range(4)},
+        "typo": "disconnected",
+        "ghost": "unplaced",
+        "half": "provisional",
+    }
+    assert agents.loc["typo", ["rank", "rank_lo", "rank_hi"]].isna().all() and agents.loc["typo", "component"] == 1
+    assert agents.loc["typo", "status_reason"].startswith("shares no test case with the main component (4 agents)")
+    assert agents.loc["ghost", ["mu", "sigma", "rank"]].isna().all()
+    assert agents.loc["ghost", "status_reason"] == "none of its 10 test cases is rated in this benchmark"
+    assert agents.loc["half", "status_reason"] == (
+        "placed from a partial upload: 6 of its 10 test cases; 4 are not rated in this benchmark"
+    )
+    assert agents.loc["half", "matches"] == 6
+    assert (agents.loc[[f"agent_{i}" for i in range(4)], "status_reason"] == "").all()
+    # the two strongest are tied by their intervals; nobody outside the main component shares first place
+    tier = ["agent_3", "agent_2"] if agents.loc["agent_3", "mu"] > agents.loc["agent_2", "mu"] else ["agent_2", "agent_3"]
+    assert sorted(agents.index[agents["rank_lo"] == 1]) == ["agent_2", "agent_3"]
+    top = f"top tier (2 tied: their intervals overlap): {tier[0]}, {tier[1]}"
+
+    # test cases outside the main component: flagged, and out of the main component's R_t,max
+    cases = read(root, "test_case_ratings")
+    assert set(cases.loc[cases["test_case_id"].str.startswith("TC_"), "component"]) == {1}
+    gaps = read(root, "competency_gap_tables")
+    assert list(gaps["agent_id"].iloc[-2:]) == ["typo", "ghost"]  # the main component first, then the others
+    assert set(gaps["agent_id"]) == accepted and headline(gaps) == top
+    main = gaps[gaps["status"].isin(["rated", "provisional"])]
+    assert (main["hardest_test_case_rating"] == cases.loc[cases["component"] == 0, "mu"].max()).all()
+    assert gaps.set_index("agent_id").loc["ghost", ["rating", "gap_50", "gap_99"]].isna().all()
+    assert gaps.set_index("agent_id")["status"].to_dict() == status
+
+    # the command line: the top tier, and every unusual agent by name with its reason
+    out = io.StringIO()
+    print_summary(storage.store, RunSummary(), out)
+    text = out.getvalue()
+    assert f"{BENCHMARK}: 7 agents (4 rated, 1 provisional, 1 disconnected, 1 unplaced); {top}; rated " in text
+    assert "best " not in text
+    assert "    provisional: half — placed from a partial upload: 6 of its 10 test cases; 4 are not rated" in text
+    assert "    disconnected: typo — shares no test case with the main component (4 agents)" in text
+    assert "    unplaced: ghost — none of its 10 test cases is rated in this benchmark" in text
+
+    # the report and the explorer say the same
+    report = (root / "warehouse" / "reports" / f"{BENCHMARK}.html").read_text()
+    assert f'<p id="headline">{top}</p>' in report
+    for line in ("unplaced: ghost — none of its 10 test cases", "disconnected: typo — shares no test case"):
+        assert f"<li>{line}" in report
+    page = (root / "warehouse" / "explorer" / f"{BENCHMARK}.html").read_text()
+    (block,) = re.findall(r'<script type="application/json" id="explorer-data">(.*?)</script>', page, flags=re.S)
+    data = json.loads(block)
+    assert data["headline"] == top
+    assert any(line.startswith("disconnected: typo") for line in data["unusual"])
+    shown = dict(zip(data["agents"]["agent_id"], data["agents"]["status"], strict=True))
+    assert shown == status
+    rank_lo = dict(zip(data["agents"]["agent_id"], data["agents"]["rank_lo"], strict=True))
+    assert rank_lo["typo"] is None and rank_lo["ghost"] is None
