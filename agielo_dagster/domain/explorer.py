@@ -568,7 +568,7 @@ if (hasInterval) { cols.push({key: "mu_lo", label: "interval", sort: function (r
 });
 var plotApi = null;
 Table(document.getElementById("leaderboard-table"), {
-  id: "leaderboard", rows: agents, columns: cols, sortKey: "mu", sortDir: -1, pageSize: 50, noun: "agents",
+  id: "leaderboard", rows: agents, columns: cols, sortKey: "rank", sortDir: 1, pageSize: 50, noun: "agents",
   placeholder: "search agents", search: function (r) { return r.agent_id; },
   rowClass: function (r) { return offScale(r) ? "off" : r.provisional ? "provisional" : ""; },
   onChange: function (rows, q) { if (plotApi) { plotApi.highlight(q ? rows : null); } }
