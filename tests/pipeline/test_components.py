@@ -22,7 +22,7 @@ import pandas as pd
 from agielo_dagster.cli import RunSummary, print_summary
 from agielo_dagster.domain.standing import headline
 
-from .conftest import write_benchmark, write_log
+from .conftest import QUIET, write_benchmark, write_log
 
 BENCHMARK = "quiz"
 
@@ -103,3 +103,25 @@ def test_disconnected_and_unknown_uploads_are_named_everywhere_and_ties_share_th
     assert shown == status
     rank_lo = dict(zip(data["agents"]["agent_id"], data["agents"]["rank_lo"], strict=True))
     assert rank_lo["typo"] is None and rank_lo["ghost"] is None
+
+
+def test_the_nightly_job_compares_estimators_on_the_jointly_rated_agents_only(daemon, root):
+    """An unplaced agent (no rating) and a provisional one (not in the match table) leave the nightly comparison alone."""
+    matches = write_benchmark(root, BENCHMARK, [1300, 1600, 1900])
+    rows = matches[matches["agent_id"] == "agent_0"].rename(columns={"metric": "correct"})[["test_case_id", "correct"]]
+    write_log(root, BENCHMARK, "ghost", pd.DataFrame({"test_case_id": [f"zz_{i}" for i in range(10)], "correct": 1.0}))
+    write_log(root, BENCHMARK, "half", rows.head(10))
+    assert all(r.success for r in daemon.settle())
+    config = {
+        **QUIET,
+        "ops": {
+            "rating_uncertainty": {"config": {"resamples": 10, "shuffles": 2}},
+            "upload_ledger": {"config": {"rerate": True}},
+        },
+    }
+    job = daemon.defs.resolve_job_def("rate_benchmarks_nightly")
+    result = job.execute_in_process(run_config=config, instance=daemon.instance, partition_key=BENCHMARK, raise_on_error=False)
+    failures = [e.step_failure_data.error.message.splitlines()[0] for e in result.all_events if e.is_step_failure]
+    assert result.success, failures
+    ranks = result.asset_materializations_for_node("estimator_comparison")[0].metadata["ranks_by_method"].value
+    assert sorted(r.data["agent_id"] for r in ranks.records) == ["agent_0", "agent_1", "agent_2"]
