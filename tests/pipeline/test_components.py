@@ -7,7 +7,10 @@ One benchmark, run by the daemon's own sensor and job, with the unusual uploads 
   the explorer and named "best" by ``agielo run`` with a negative gap;
 - ``ghost``: a partial upload of 10 test cases the benchmark never rated: before, accepted by the
   ledger and then absent from every output;
-- ``half``: a partial upload of 6 rated and 4 unknown test cases: placed, saying nothing of the 4.
+- ``half``: a partial upload of 6 rated and 4 unknown test cases: placed, saying nothing of the 4;
+- ``aside``: a partial upload of 2 test cases of the main component and 5 of typo's: placed in the
+  main component from its 2, naming the 5 left out; ``island``: a partial upload of typo's test
+  cases only: placed there, so disconnected too.
 
 The two strongest regular agents are 10 Elo apart, so no interval separates them: the headline is
 their top tier, never a single "best".
@@ -38,13 +41,16 @@ def test_disconnected_and_unknown_uploads_are_named_everywhere_and_ties_share_th
     write_log(root, BENCHMARK, "ghost", pd.DataFrame({"test_case_id": [f"zz_{i}" for i in range(10)], "correct": [1.0, 0.0] * 5}))
     unknown = pd.DataFrame({"test_case_id": [f"yy_{i}" for i in range(4)], "correct": 1.0})
     write_log(root, BENCHMARK, "half", pd.concat([rows.head(6), unknown], ignore_index=True))
+    upper = rows.assign(test_case_id=rows["test_case_id"].str.upper())
+    write_log(root, BENCHMARK, "aside", pd.concat([rows.iloc[10:12], upper.iloc[20:25]], ignore_index=True))
+    write_log(root, BENCHMARK, "island", upper.iloc[30:36])
     runs = daemon.settle()
     assert runs and all(r.success for r in runs)
 
     # every accepted upload's agent has a row, with its status and reason
     ledger = read(root, "upload_ledger")
     accepted = set(ledger.loc[ledger["status"] == "accepted", "agent"])
-    assert accepted == {"agent_0", "agent_1", "agent_2", "agent_3", "typo", "ghost", "half"}
+    assert accepted == {"agent_0", "agent_1", "agent_2", "agent_3", "typo", "ghost", "half", "aside", "island"}
     agents = read(root, "agent_ratings").set_index("agent_id")
     assert set(agents.index) == accepted
     status = agents["status"].to_dict()
@@ -53,6 +59,8 @@ def test_disconnected_and_unknown_uploads_are_named_everywhere_and_ties_share_th
         "typo": "disconnected",
         "ghost": "unplaced",
         "half": "provisional",
+        "aside": "provisional",
+        "island": "disconnected",
     }
     assert agents.loc["typo", ["rank", "rank_lo", "rank_hi"]].isna().all() and agents.loc["typo", "component"] == 1
     assert agents.loc["typo", "status_reason"].startswith("shares no test case with the main component (4 agents)")
@@ -62,17 +70,27 @@ def test_disconnected_and_unknown_uploads_are_named_everywhere_and_ties_share_th
         "placed from a partial upload: 6 of its 10 test cases; 4 are not rated in this benchmark"
     )
     assert agents.loc["half", "matches"] == 6
+    assert agents.loc["aside", "status_reason"] == (
+        "placed from a partial upload: 2 of its 7 test cases; 5 lie outside the component it was placed in"
+    )
+    assert agents.loc["aside", "matches"] == 2 and agents.loc["aside", "component"] == 0
+    assert agents.loc["island", "status_reason"] == (
+        "a partial upload whose rated test cases share none with the main component (4 agents): 6 of its 6 test cases; "
+        "rated only with 1 agent of its own"
+    )
+    assert agents.loc["island", ["rank", "rank_lo", "rank_hi"]].isna().all() and agents.loc["island", "component"] == 1
     assert (agents.loc[[f"agent_{i}" for i in range(4)], "status_reason"] == "").all()
     # the two strongest are tied by their intervals; nobody outside the main component shares first place
     tier = ["agent_3", "agent_2"] if agents.loc["agent_3", "mu"] > agents.loc["agent_2", "mu"] else ["agent_2", "agent_3"]
-    assert sorted(agents.index[agents["rank_lo"] == 1]) == ["agent_2", "agent_3"]
+    assert sorted(agents.index[(agents["rank_lo"] == 1) & (agents["status"] == "rated")]) == ["agent_2", "agent_3"]
     top = f"top tier (2 tied: their intervals overlap): {tier[0]}, {tier[1]}"
 
     # test cases outside the main component: flagged, and out of the main component's R_t,max
     cases = read(root, "test_case_ratings")
     assert set(cases.loc[cases["test_case_id"].str.startswith("TC_"), "component"]) == {1}
     gaps = read(root, "competency_gap_tables")
-    assert list(gaps["agent_id"].iloc[-2:]) == ["typo", "ghost"]  # the main component first, then the others
+    # the main component first, then the disconnected agents, then the unplaced one
+    assert set(gaps["agent_id"].iloc[-3:-1]) == {"island", "typo"} and gaps["agent_id"].iloc[-1] == "ghost"
     assert set(gaps["agent_id"]) == accepted and headline(gaps) == top
     main = gaps[gaps["status"].isin(["rated", "provisional"])]
     assert (main["hardest_test_case_rating"] == cases.loc[cases["component"] == 0, "mu"].max()).all()
@@ -83,7 +101,7 @@ def test_disconnected_and_unknown_uploads_are_named_everywhere_and_ties_share_th
     out = io.StringIO()
     print_summary(storage.store, RunSummary(), out)
     text = out.getvalue()
-    assert f"{BENCHMARK}: 7 agents (4 rated, 1 provisional, 1 disconnected, 1 unplaced); {top}; rated " in text
+    assert f"{BENCHMARK}: 9 agents (4 rated, 2 provisional, 2 disconnected, 1 unplaced); {top}; rated " in text
     assert "best " not in text
     assert "    provisional: half — placed from a partial upload: 6 of its 10 test cases; 4 are not rated" in text
     assert "    disconnected: typo — shares no test case with the main component (4 agents)" in text
