@@ -123,8 +123,9 @@ def test_disconnected_and_unknown_uploads_are_named_everywhere_and_ties_share_th
     assert rank_lo["typo"] is None and rank_lo["ghost"] is None
 
 
-def test_the_nightly_job_compares_estimators_on_the_jointly_rated_agents_only(daemon, root):
-    """An unplaced agent (no rating) and a provisional one (not in the match table) leave the nightly comparison alone."""
+def test_the_nightly_job_and_a_plan_take_unplaced_and_provisional_agents_in_their_stride(daemon, root):
+    """An unplaced agent (no rating) and a provisional one (not in the match table) leave the nightly comparison alone;
+    a plan for the unplaced one starts from the prior."""
     matches = write_benchmark(root, BENCHMARK, [1300, 1600, 1900])
     rows = matches[matches["agent_id"] == "agent_0"].rename(columns={"metric": "correct"})[["test_case_id", "correct"]]
     write_log(root, BENCHMARK, "ghost", pd.DataFrame({"test_case_id": [f"zz_{i}" for i in range(10)], "correct": 1.0}))
@@ -143,3 +144,11 @@ def test_the_nightly_job_compares_estimators_on_the_jointly_rated_agents_only(da
     assert result.success, failures
     ranks = result.asset_materializations_for_node("estimator_comparison")[0].metadata["ranks_by_method"].value
     assert sorted(r.data["agent_id"] for r in ranks.records) == ["agent_0", "agent_1", "agent_2"]
+    # a plan for the unplaced agent starts from the new-agent prior, not from a rating it does not have
+    plan = daemon.defs.resolve_job_def("plan_placement").execute_in_process(
+        run_config={**QUIET, "ops": {"placement_plans": {"config": {"agent": "ghost", "budget": 5}}}},
+        instance=daemon.instance,
+        partition_key=BENCHMARK,
+    )
+    meta = plan.asset_materializations_for_node("placement_plans")[0].metadata
+    assert meta["current_rating"].value == "none yet" and meta["planned"].value == 5
