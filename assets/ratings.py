@@ -139,7 +139,8 @@ def _placed_partial_uploads(joint: pa.Table, test_cases: pa.Table, partial: pa.T
     results = partial.to_pandas().astype({"agent_id": str, "test_case_id": str})
     results["component"] = results["test_case_id"].map(component)
     tc = test_cases.to_pandas()
-    frames, tallies = [], []
+    single = bool((tc["component"] == 0).all())
+    frames, tallies, by_home = [], [], {}
     for agent, mine in results.groupby("agent_id", sort=True):
         known = mine["component"].dropna()
         home = min(known.unique()) if len(known) else None  # the main component (0) when any of its test cases lie there
@@ -148,11 +149,15 @@ def _placed_partial_uploads(joint: pa.Table, test_cases: pa.Table, partial: pa.T
         tallies.append((agent, mine["test_case_id"].nunique(), unknown, known.size - len(used)))
         if home is None:
             continue  # unplaced: none of its test cases is rated
-        theirs = tc[tc["component"] == home].reset_index(drop=True)
+        if home not in by_home:  # the component's test cases, and its jointly rated agents' intervals
+            ref = joint.filter(pc.and_(pc.equal(joint.column("component"), int(home)), pc.invert(joint.column("provisional"))))
+            by_home[home] = (
+                tc if home == 0 and single else tc[tc["component"] == home].reset_index(drop=True),
+                *(ref.column(k).to_numpy(zero_copy_only=False) for k in ("mu_lo", "mu_hi")),
+            )
+        theirs, ref_lo, ref_hi = by_home[home]
         design = stratum_weights(theirs, used["test_case_id"])
         placed = place_on_subset(used.drop(columns="component"), theirs, level=DEFAULT_LEVEL, design=design)
-        ref = joint.filter(pc.and_(pc.equal(joint.column("component"), int(home)), pc.invert(joint.column("provisional"))))
-        ref_lo, ref_hi = (ref.column(k).to_numpy(zero_copy_only=False) for k in ("mu_lo", "mu_hi"))
         best, worst = ranks_among(placed["mu_lo"], placed["mu_hi"], ref_lo, ref_hi)
         frames.append(placed.assign(component=int(home), rank_lo=best, rank_hi=worst))
     counts = pd.DataFrame(tallies, columns=["agent_id", "test_cases", "unknown", "outside"])
