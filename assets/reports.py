@@ -11,6 +11,7 @@ import hashlib
 import dagster as dg
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 from agielo_dagster.resources.storage import ObjectStorage
 
 from agielo_dagster.domain.layout import explorer_path, figure_path, report_path
@@ -73,13 +74,14 @@ def benchmark_reports(
     store = storage.store
     test_cases, agents = test_case_ratings.to_pandas(), agent_ratings.to_pandas()
     gaps, reliability = competency_gap_tables.to_pandas(), reliability_reports.to_pandas()
-    # the figures draw the main component (rated and provisional agents, its test cases): other agents are on no common scale
+    # the figures, the hardest test cases and the explorer's difficulty axis show the main component (rated and
+    # provisional agents, its test cases): the others are on no common scale; the tables list every agent
     on_scale = agents[agents["status"].isin(["rated", "provisional"])] if "status" in agents else agents
     gaps_on_scale = gaps[gaps["status"].isin(["rated", "provisional"])] if "status" in gaps else gaps
     main_cases = test_cases[test_cases["component"] == 0] if "component" in test_cases else test_cases
     with retried_on_storage_errors(context):
         ledger = read_ledger(store, benchmark)
-        hardest = test_cases.nlargest(HARDEST_SHOWN, "mu")[["test_case_id", "mu", "sigma", "mean_metric"]]
+        hardest = main_cases.nlargest(HARDEST_SHOWN, "mu")[["test_case_id", "mu", "sigma", "mean_metric"]]
         hardest = hardest.rename(columns={"mu": "rating"}).astype({"test_case_id": str})
         if ledger is not None:
             hardest = hardest.merge(test_case_metadata(store, ledger, list(hardest["test_case_id"])), on="test_case_id")
@@ -111,7 +113,9 @@ def benchmark_reports(
         explorer = render_explorer(
             benchmark,
             agents,
-            test_case_ratings,
+            test_case_ratings.filter(pc.equal(test_case_ratings.column("component"), 0))
+            if "component" in test_case_ratings.column_names and len(main_cases) < len(test_cases)
+            else test_case_ratings,
             tags=test_case_tags if test_case_tags.num_columns > 1 else None,
             slices=slice_ratings if slice_ratings.num_rows else None,
             masses=ability_masses if ability_masses.num_rows else None,

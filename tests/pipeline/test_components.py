@@ -112,6 +112,8 @@ def test_disconnected_and_unknown_uploads_are_named_everywhere_and_ties_share_th
     assert f'<p id="headline">{top}</p>' in report
     for line in ("unplaced: ghost — none of its 10 test cases", "disconnected: typo — shares no test case"):
         assert f"<li>{line}" in report
+    hardest = re.search(r'<div id="hardest">(.*?)</div>', report, flags=re.S).group(1)
+    assert "tc_" in hardest and "TC_" not in hardest  # the main component's hardest test cases
     page = (root / "warehouse" / "explorer" / f"{BENCHMARK}.html").read_text()
     (block,) = re.findall(r'<script type="application/json" id="explorer-data">(.*?)</script>', page, flags=re.S)
     data = json.loads(block)
@@ -121,6 +123,7 @@ def test_disconnected_and_unknown_uploads_are_named_everywhere_and_ties_share_th
     assert shown == status
     rank_lo = dict(zip(data["agents"]["agent_id"], data["agents"]["rank_lo"], strict=True))
     assert rank_lo["typo"] is None and rank_lo["ghost"] is None
+    assert data["testCases"]["total"] == (cases["component"] == 0).sum()  # the difficulty axis: the main component
 
 
 def test_the_nightly_job_and_a_plan_take_unplaced_and_provisional_agents_in_their_stride(daemon, root):
