@@ -34,10 +34,10 @@ from .domain.incoming import incoming_reason
 from .domain.layout import warehouse_path
 from .domain.lineage import CODE_VERSION
 from .domain.standing import headline, status_counts, unusual_agents
-from .rating.standing import top_tier
 from .domain.status import benchmark_state, present_benchmarks
 from .domain.store import StorageError, Store, default_root
 from .planning import plan_runs, state_key
+from .rating.standing import top_tier
 from .resources.storage import ObjectStorage
 from .runs import BENCHMARK_TAG, STATE_TAG, TRIGGER_TAG, fail_orphaned_runs, process_tags
 
