@@ -34,9 +34,11 @@ from .definitions import build_definitions
 from .domain.incoming import incoming_reason
 from .domain.layout import warehouse_path
 from .domain.lineage import CODE_VERSION
+from .domain.standing import headline, status_counts, unusual_agents
 from .domain.status import benchmark_state, present_benchmarks
 from .domain.store import StorageError, Store, default_root
 from .planning import plan_runs, state_key
+from .rating.standing import top_tier
 from .resources.storage import ObjectStorage
 from .runs import BENCHMARK_TAG, STATE_TAG, TRIGGER_TAG, fail_orphaned_runs, process_tags
 
@@ -162,13 +164,17 @@ def print_summary(store: Store, summary: RunSummary, out=sys.stdout) -> int:
             rel = store.read_table(warehouse_path("reliability_reports", benchmark)).to_pandas().iloc[-1]
         except (OSError, ValueError):
             continue  # being rewritten by another process: the next run shows it
-        best = gaps.iloc[0]
+        counts = status_counts(gaps)
+        kinds = ""
+        if counts and counts["rated"] < len(gaps):
+            kinds = " (" + ", ".join(f"{n} {s}" for s, n in counts.items() if n) + ")"
         print(
-            f"  {benchmark}: {len(gaps)} agents; best {best['agent_id']} rated {best['rating']:.0f}, "
-            f"gap to oracle@50% {best['gap_50']:.0f}, @99% {best['gap_99']:.0f}; "
+            f"  {benchmark}: {len(gaps)} agents{kinds}; {_leaders(gaps)}; "
             f"rho(test cases) {rel['rho_test_cases']:.2f}, MAE {rel['mae']:.3f}",
             file=out,
         )
+        for line in unusual_agents(gaps):
+            print(f"    {line}", file=out)
     present = present_benchmarks(store)
     for benchmark in summary.withdrawn:
         why = "no accepted upload" if benchmark in present else f"raw/{benchmark}/ is gone"
@@ -181,6 +187,20 @@ def print_summary(store: Store, summary: RunSummary, out=sys.stdout) -> int:
         print(f"  FAILED {failure}", file=out)
     print(f"outputs: {store.uri('warehouse')}", file=out)
     return len(problems)
+
+
+def _leaders(gaps) -> str:
+    """``best X rated R, gap …`` when X alone is first; the top tier and its range of gaps when it is tied."""
+    tier = top_tier(gaps.rename(columns={"rating": "mu"}))
+    if not tier:
+        return "no agent rated in the main component"
+    first = gaps.set_index(gaps["agent_id"].astype(str)).loc[tier]
+    if len(tier) == 1:
+        best = first.iloc[0]
+        return f"best {tier[0]} rated {best['rating']:.0f}, gap to oracle@50% {best['gap_50']:.0f}, @99% {best['gap_99']:.0f}"
+    lo, hi = first["gap_50"].min(), first["gap_50"].max()
+    top, bottom = first["rating"].max(), first["rating"].min()
+    return f"{headline(gaps)}; rated {top:.0f} to {bottom:.0f}, gap to oracle@50% {lo:.0f} to {hi:.0f}"
 
 
 def main(argv: list[str] | None = None) -> int:

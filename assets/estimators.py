@@ -55,7 +55,9 @@ def estimator_comparison(
 
     from agielo_dagster.rating import plackett_luce, rasch
 
-    ratings = pd.DataFrame({"agielo": agent_ratings.set_index("agent_id")["mu"]})
+    # the jointly rated agents: provisional and unplaced ones are not in the match table the other methods fit
+    joint = agent_ratings.set_index(agent_ratings["agent_id"].astype(str))["mu"]
+    ratings = pd.DataFrame({"agielo": joint[joint.index.isin(match_tables["agent_id"].astype(str).unique())]})
     ratings["plackett_luce"] = plackett_luce(match_tables, alpha=0.1).set_index("agent_id")["rating"]
     ratings["rasch"] = rasch(match_tables)[0].set_index("agent_id")["rating"]
     ratings["mean_metric"] = match_tables.groupby("agent_id", observed=True)["score"].mean()

@@ -67,9 +67,12 @@ def placement_plans(context: dg.AssetExecutionContext, config: PlanConfig, stora
         if ledger is not None and any(r["agent"] == agent for r in ledger.accepted):
             done = read_accepted(store, benchmark, agent, columns=["test_case_id"]).column("test_case_id").to_pylist()
     known = ratings[ratings["agent_id"] == agent]
+    if "status" in known:  # a disconnected agent's rating is on another scale; an unplaced one has none
+        known = known[known["status"].isin(["rated", "provisional"])]
     rating = float(known["mu"].iloc[0]) if len(known) else None
+    rating = rating if rating is not None and math.isfinite(rating) else None
     estimate = None  # no rating yet: the new-agent prior
-    if rating is not None and math.isfinite(rating):
+    if rating is not None:
         sigma = float(known["sigma"].iloc[0])
         estimate = (rating, sigma) if math.isfinite(sigma) else rating
     plan = select_test_cases(test_cases, config.budget, agent_rating=estimate, exclude=done, method="stratified", seed=0)

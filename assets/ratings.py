@@ -31,7 +31,8 @@ SEED = 42
         "agent_ratings": benchmark_output(
             "Competency of every agent: agent_id, mu, sigma, matches, mean_score, mean_metric, mu_order_sd, the 95% "
             "interval mu_lo..mu_hi (match order and sampling of test cases), rank, rank_lo, rank_hi (ties by interval), "
-            "component."
+            "component, provisional, and status (rated, provisional, disconnected: outside the main component, unranked; "
+            "unplaced: a partial upload of test cases the benchmark does not rate) with its status_reason."
         ),
         "reliability_reports": benchmark_output(
             "fraction, rho_test_cases, rho_agents, mae, mse, matches_outside_bins, orders as the share of matches grows."
@@ -42,6 +43,7 @@ SEED = 42
 )
 def ratings(context: dg.AssetExecutionContext, storage: ObjectStorage):
     from agielo_dagster.rating import DEFAULT_SHUFFLES, rate_parquet  # the engine (and numba) load when a run rates
+    from agielo_dagster.rating.standing import top_tier
 
     store = storage.store
     path = warehouse_path("match_tables", context.partition_key)
@@ -53,6 +55,7 @@ def ratings(context: dg.AssetExecutionContext, storage: ObjectStorage):
     result = rate_parquet(source, seed=SEED, shuffles=DEFAULT_SHUFFLES)
     agent_table = with_provisional_agents(result.agents, result.test_cases, partial)
     agents = agent_table.to_pandas().sort_values(["rank", "mu", "agent_id"], ascending=[True, False, True])
+    by_status = agents["status"].value_counts()
     test_cases = result.test_cases.select(["test_case_id", "mu", "sigma", "mean_metric"]).to_pandas()
     final = result.reliability.to_pandas().iloc[-1]
     common = {
@@ -67,16 +70,22 @@ def ratings(context: dg.AssetExecutionContext, storage: ObjectStorage):
     yield dg.Output(
         result.test_cases,
         "test_case_ratings",
-        metadata=common | {"hardest_test_cases": frame_table(test_cases.nlargest(10, "mu"), list(test_cases.columns), digits=3)},
+        metadata=common
+        | {
+            "test_cases_outside_main_component": int(pc.sum(pc.not_equal(result.test_cases.column("component"), 0)).as_py() or 0),
+            "hardest_test_cases": frame_table(test_cases.nlargest(10, "mu"), list(test_cases.columns), digits=3),
+        },
     )
     yield dg.Output(
         agent_table,
         "agent_ratings",
         metadata=common
         | {
-            "provisional_agents": int(agents["provisional"].sum()),
+            "provisional_agents": int(by_status.get("provisional", 0)),
+            **{f"{status}_agents": int(by_status.get(status, 0)) for status in ("disconnected", "unplaced")},
+            "top_tier": ", ".join(top_tier(agents)),
             "top_agents": frame_table(
-                agents, ["rank", "rank_lo", "rank_hi", "agent_id", "mu", "mu_lo", "mu_hi", "mean_metric", "provisional"], digits=1
+                agents, ["rank", "rank_lo", "rank_hi", "agent_id", "mu", "mu_lo", "mu_hi", "mean_metric", "status"], digits=1
             ),
         },
     )
@@ -95,46 +104,72 @@ def ratings(context: dg.AssetExecutionContext, storage: ObjectStorage):
 
 
 def with_provisional_agents(agents: pa.Table, test_cases: pa.Table, partial: pa.Table) -> pa.Table:
-    """The joint agents, and the provisional ones placed against the frozen test-case ratings (``provisional`` marks them).
+    """The joint agents, the provisional ones placed against the frozen test-case ratings, and every agent's status.
 
     A provisional agent gets its interval at the joint table's level; only its test cases that the
-    benchmark rates are used. It is placed from its results weighted by difficulty stratum
-    (``stratum_weights``: what a plan's stratified sample was drawn by), so that its rating answers
-    to the whole benchmark. It takes no rank and moves nobody's: its ``rank`` is null, and
-    ``rank_lo``..``rank_hi`` are the ranks its interval allows among the jointly rated agents of its
-    component (``ranks_among``; a placement from a few dozen test cases is often "somewhere from 2nd to 7th").
+    benchmark rates are used, in one component: the main one when any of them lies there (else the
+    first other). It is placed from its results weighted by difficulty stratum (``stratum_weights``:
+    what a plan's stratified sample was drawn by), so that its rating answers to the whole benchmark.
+    It takes no rank and moves nobody's: its ``rank`` is null, and ``rank_lo``..``rank_hi`` are the
+    ranks its interval allows among the jointly rated agents of its component (``ranks_among``; a
+    placement from a few dozen test cases is often "somewhere from 2nd to 7th"). A partial upload
+    none of whose test cases the benchmark rates is kept as one ``unplaced`` row; ``status`` and
+    ``status_reason`` say where each agent stands (``agent_standings``: rated, provisional,
+    disconnected, unplaced).
     """
+    from agielo_dagster.rating.standing import agent_standings
+
     joint = agents.append_column("provisional", pa.array([False] * agents.num_rows))
-    if partial.num_rows:
-        ids = partial.column("test_case_id").cast(pa.string())
-        partial = partial.filter(pc.is_in(ids, value_set=test_cases.column("test_case_id").cast(pa.string())))
+    rows, counts = _placed_partial_uploads(joint, test_cases, partial)
+    table = pa.concat_tables([joint, rows]) if rows is not None else joint
+    standings = agent_standings(table.to_pandas(), counts)
+    schema = joint.schema.append(pa.field("status", pa.string())).append(pa.field("status_reason", pa.string()))
+    out = pa.Table.from_pandas(standings[schema.names], schema=schema, preserve_index=False)
+    return out.replace_schema_metadata(joint.schema.metadata)  # no pandas dtypes recorded: nullable ints read back as floats
+
+
+def _placed_partial_uploads(joint: pa.Table, test_cases: pa.Table, partial: pa.Table) -> tuple[pa.Table | None, pd.DataFrame]:
+    """The provisional agents' rows, and per partial upload its test cases, unknown ones and ones outside its component."""
+    counts = pd.DataFrame({"agent_id": [], "test_cases": [], "unknown": [], "outside": []})
     if partial.num_rows == 0:
-        return joint
+        return None, counts
     from agielo_dagster.rating import DEFAULT_LEVEL, place_on_subset, ranks_among, stratum_weights
 
-    frames = []
-    for _, results in partial.to_pandas().groupby("agent_id", sort=True):
-        design = stratum_weights(test_cases, results["test_case_id"].astype(str))
-        frames.append(place_on_subset(results, test_cases, level=DEFAULT_LEVEL, design=design))
+    component = dict(zip(test_cases.column("test_case_id").to_pylist(), test_cases.column("component").to_pylist(), strict=True))
+    results = partial.to_pandas().astype({"agent_id": str, "test_case_id": str})
+    results["component"] = results["test_case_id"].map(component)
+    tc = test_cases.to_pandas()
+    single = bool((tc["component"] == 0).all())
+    frames, tallies, by_home = [], [], {}
+    for agent, mine in results.groupby("agent_id", sort=True):
+        known = mine["component"].dropna()
+        home = min(known.unique()) if len(known) else None  # the main component (0) when any of its test cases lie there
+        used = mine[mine["component"] == home]
+        unknown = mine.loc[mine["component"].isna(), "test_case_id"].nunique()
+        tallies.append((agent, mine["test_case_id"].nunique(), unknown, known.size - len(used)))
+        if home is None:
+            continue  # unplaced: none of its test cases is rated
+        if home not in by_home:  # the component's test cases, and its jointly rated agents' intervals
+            ref = joint.filter(pc.and_(pc.equal(joint.column("component"), int(home)), pc.invert(joint.column("provisional"))))
+            by_home[home] = (
+                tc if home == 0 and single else tc[tc["component"] == home].reset_index(drop=True),
+                *(ref.column(k).to_numpy(zero_copy_only=False) for k in ("mu_lo", "mu_hi")),
+            )
+        theirs, ref_lo, ref_hi = by_home[home]
+        design = stratum_weights(theirs, used["test_case_id"])
+        placed = place_on_subset(used.drop(columns="component"), theirs, level=DEFAULT_LEVEL, design=design)
+        best, worst = ranks_among(placed["mu_lo"], placed["mu_hi"], ref_lo, ref_hi)
+        frames.append(placed.assign(component=int(home), rank_lo=best, rank_hi=worst))
+    counts = pd.DataFrame(tallies, columns=["agent_id", "test_cases", "unknown", "outside"])
+    if not frames:
+        return None, counts
     placed = pd.concat(frames, ignore_index=True)
     rows = pd.DataFrame({c: pd.Series([None] * len(placed), dtype=object) for c in joint.column_names})
     for column in placed.columns:
         if column in rows:
             rows[column] = placed[column].to_numpy()
-    # a provisional agent belongs to the component of most of its test cases (the ratings it was placed against)
-    component = dict(zip(test_cases.column("test_case_id").to_pylist(), test_cases.column("component").to_pylist(), strict=True))
-    played = partial.select(["agent_id", "test_case_id"]).to_pandas().astype(str)
-    played["component"] = played["test_case_id"].map(component)
-    rows["component"] = placed["agent_id"].map(played.groupby("agent_id")["component"].agg(lambda c: c.mode().min())).to_numpy()
-    for c in rows["component"].unique():
-        mine = (rows["component"] == c).to_numpy()
-        rated = pc.equal(joint.column("component"), c)
-        ref_lo, ref_hi = (joint.column(k).filter(rated).to_numpy(zero_copy_only=False) for k in ("mu_lo", "mu_hi"))
-        best, worst = ranks_among(placed.loc[mine, "mu_lo"], placed.loc[mine, "mu_hi"], ref_lo, ref_hi)
-        rows.loc[mine, "rank_lo"], rows.loc[mine, "rank_hi"] = best, worst
     rows["provisional"] = True
-    extra = pa.Table.from_pandas(rows[joint.column_names], schema=joint.schema, preserve_index=False)
-    return pa.concat_tables([joint, extra])
+    return pa.Table.from_pandas(rows[joint.column_names], schema=joint.schema, preserve_index=False), counts
 
 
 @dg.asset(
@@ -150,7 +185,9 @@ def with_provisional_agents(agents: pa.Table, test_cases: pa.Table, partial: pa.
     kinds={"parquet"},
     owners=["team:evaluation"],
     description="Each agent's gap to an oracle that solves every test case (50/90/99% confidence), the share of test "
-    "cases it beats, and the lineage of the row: its upload, the benchmark's inputs digest and the code version.",
+    "cases it beats, its rank range and status (as in agent_ratings: main-component agents first, measured against the "
+    "main component's test cases; disconnected ones against their own; unplaced ones without a gap), and the lineage of "
+    "the row: its upload, the benchmark's inputs digest and the code version.",
 )
 def competency_gap_tables(
     context: dg.AssetExecutionContext,
@@ -164,11 +201,9 @@ def competency_gap_tables(
     with retried_on_storage_errors(context):
         ledger = read_ledger(storage.store, benchmark)
     scoring = ledger.make_scoring() if ledger else None
-    gaps = competency_gaps(test_case_ratings.to_pandas(), agent_ratings.to_pandas(), scoring=scoring)
+    gaps = gap_table(test_case_ratings.to_pandas(), agent_ratings.to_pandas(), scoring)
     sources = input_manifests.to_pandas()[["agent_id", "source_path", "source_version"]]
     gaps = gaps.merge(sources, on="agent_id", how="left", validate="one_to_one")
-    provisional = agent_ratings.select(["agent_id", "provisional"]).to_pandas().astype({"agent_id": str})
-    gaps = gaps.merge(provisional, on="agent_id", how="left", validate="one_to_one")
     gaps["inputs_digest"] = digest
     gaps["code_version"] = CODE_VERSION
     return dg.Output(
@@ -177,8 +212,32 @@ def competency_gap_tables(
             "inputs_digest": digest,
             "code_version": CODE_VERSION,
             "top_agents_with_gaps": frame_table(
-                gaps, ["agent_id", "rating", "gap_50", "gap_90", "gap_99", "pct_beaten_50", "provisional"]
+                gaps, ["agent_id", "rating", "gap_50", "gap_90", "gap_99", "pct_beaten_50", "status"]
             ),
             "hardest_test_case_rating": round(float(gaps["hardest_test_case_rating"].iloc[0]), 1),
         },
     )
+
+
+STANDING_COLUMNS = ["rank", "rank_lo", "rank_hi", "provisional", "status", "status_reason"]
+STATUS_ORDER = {"rated": 0, "provisional": 0, "disconnected": 1, "unplaced": 2}
+
+
+def gap_table(test_cases: pd.DataFrame, agents: pd.DataFrame, scoring) -> pd.DataFrame:
+    """Every agent's gap (each measured within its own component), with its standing; the main component first.
+
+    Rows: the main component's agents (rated and provisional) by rating, then the disconnected ones,
+    then the unplaced ones (no rating, so no gap: their gap columns are null).
+    """
+    agents = agents.astype({"agent_id": str})
+    placed = agents[agents["mu"].notna()]
+    gaps = competency_gaps(test_cases, placed[["agent_id", "mu", "component"]], scoring=scoring)
+    gaps = agents[["agent_id", *[c for c in STANDING_COLUMNS if c in agents]]].merge(
+        gaps, on="agent_id", how="left", validate="one_to_one"
+    )
+    gaps["component"] = gaps["component"].fillna(-1).astype("int64")
+    order = gaps["status"].map(STATUS_ORDER).fillna(3)
+    gaps = gaps.assign(_order=order).sort_values(["_order", "rating", "agent_id"], ascending=[True, False, True], kind="stable")
+    standing = [c for c in STANDING_COLUMNS if c in gaps]
+    columns = [c for c in gaps.columns if c not in standing and c != "_order"] + standing
+    return gaps[columns].reset_index(drop=True)

@@ -11,6 +11,7 @@ import hashlib
 import dagster as dg
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 from agielo_dagster.resources.storage import ObjectStorage
 
 from agielo_dagster.domain.layout import explorer_path, figure_path, report_path
@@ -73,19 +74,26 @@ def benchmark_reports(
     store = storage.store
     test_cases, agents = test_case_ratings.to_pandas(), agent_ratings.to_pandas()
     gaps, reliability = competency_gap_tables.to_pandas(), reliability_reports.to_pandas()
+    # the figures, the hardest test cases and the explorer's difficulty axis show the main component (rated and
+    # provisional agents, its test cases): the others are on no common scale; the tables list every agent
+    on_scale = agents[agents["status"].isin(["rated", "provisional"])] if "status" in agents else agents
+    gaps_on_scale = gaps[gaps["status"].isin(["rated", "provisional"])] if "status" in gaps else gaps
+    main_cases = test_cases[test_cases["component"] == 0] if "component" in test_cases else test_cases
     with retried_on_storage_errors(context):
         ledger = read_ledger(store, benchmark)
-        hardest = test_cases.nlargest(HARDEST_SHOWN, "mu")[["test_case_id", "mu", "sigma", "mean_metric"]]
+        hardest = main_cases.nlargest(HARDEST_SHOWN, "mu")[["test_case_id", "mu", "sigma", "mean_metric"]]
         hardest = hardest.rename(columns={"mu": "rating"}).astype({"test_case_id": str})
         if ledger is not None:
             hardest = hardest.merge(test_case_metadata(store, ledger, list(hardest["test_case_id"])), on="test_case_id")
-        calibration = binned_calibration(match_tables, test_case_ratings, agent_ratings).to_pandas()
+        calibration = binned_calibration(match_tables, test_case_ratings, agents[agents["mu"].notna()]).to_pandas()
         drawn = {
-            "rating_distribution": figs.rating_distribution(test_cases, agents, title=f"{benchmark}: difficulty and competency"),
+            "rating_distribution": figs.rating_distribution(
+                main_cases, on_scale, title=f"{benchmark}: difficulty and competency"
+            ),
             "reliability_curves": figs.reliability_curves(reliability, title=f"{benchmark}: reliability"),
             "agent_trajectories": figs.agent_trajectories(rating_snapshots.to_pandas(), title=f"{benchmark}: agent ratings"),
             "calibration": figs.calibration(calibration, title=f"{benchmark}: calibration"),
-            "competency_gap": figs.competency_gap(gaps, title=f"{benchmark}: competency gap"),
+            "competency_gap": figs.competency_gap(gaps_on_scale, title=f"{benchmark}: competency gap"),
         }
         pngs = {name: figs.to_png(fig) for name, fig in drawn.items()}
         for name, png in pngs.items():
@@ -105,7 +113,9 @@ def benchmark_reports(
         explorer = render_explorer(
             benchmark,
             agents,
-            test_case_ratings,
+            test_case_ratings.filter(pc.equal(test_case_ratings.column("component"), 0))
+            if "component" in test_case_ratings.column_names and len(main_cases) < len(test_cases)
+            else test_case_ratings,
             tags=test_case_tags if test_case_tags.num_columns > 1 else None,
             slices=slice_ratings if slice_ratings.num_rows else None,
             masses=ability_masses if ability_masses.num_rows else None,

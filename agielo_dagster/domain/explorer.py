@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from ..rating.predict import share_beaten
+from .standing import headline, unusual_agents
 
 __all__ = ["MAX_AGENT_LINES", "MAX_POINTS", "MAX_SLICE_ROWS", "render_explorer"]
 
@@ -119,6 +120,10 @@ def _agents_data(agents: pd.DataFrame, gaps: pd.DataFrame | None, ratings: np.nd
     out = _columns(frame, names)
     if "provisional" in frame.columns:
         out["provisional"] = [bool(v) if v is not None and v == v else False for v in frame["provisional"].tolist()]
+    if "status" in frame.columns:  # rated, provisional, disconnected, unplaced (rating.standing) and why
+        out["status"] = [_text(v) if isinstance(v, str) else "rated" for v in frame["status"].tolist()]
+        reasons = frame["status_reason"].tolist() if "status_reason" in frame.columns else [""] * len(frame)
+        out["status_reason"] = [_text(v) if isinstance(v, str) else "" for v in reasons]
     return out
 
 
@@ -206,6 +211,8 @@ def explorer_data(benchmark: str, agents: Any, test_cases: Any, **options: Any) 
     data = {
         "benchmark": _text(benchmark),
         "description": _text(description),
+        "headline": _text(headline(agents)) if "rank_lo" in agents.columns else "",
+        "unusual": [_text(line) for line in unusual_agents(agents)],
         "agents": _agents_data(agents, _frame(gaps), np.sort(finite)),
         "testCases": {
             "total": int(len(test_cases)),
@@ -252,7 +259,10 @@ def render_explorer(
         Its name (the page title).
     agents : DataFrame or pyarrow.Table
         ``agent_id, mu`` and any of ``mu_lo, mu_hi, sigma, rank, rank_lo, rank_hi, matches,
-        mean_metric``; a boolean ``provisional`` column marks provisional agents (shown apart).
+        mean_metric``; a boolean ``provisional`` column marks provisional agents (shown apart), and
+        ``status, status_reason`` (``agent_ratings``' standing: rated, provisional, disconnected,
+        unplaced) badge the others and leave the unranked ones without a rank. The leaderboard's
+        headline names the best agent, or the top tier when intervals tie it.
     test_cases : DataFrame or pyarrow.Table
         ``test_case_id, mu`` and any of ``sigma, matches, mean_metric``; ``meta.<name>`` columns (the
         uploads' metadata) are shown on hover with the tags.
@@ -313,6 +323,8 @@ table.grid th[aria-sort=descending]::after { content: " ▼"; font-size: 10px; }
 table.grid td.text, table.grid th.text { text-align: left; white-space: normal; word-break: break-all; max-width: 420px; }
 tr.provisional td { color: #555; background: #f7f4fd; }
 .badge { display: inline-block; font-size: 11px; padding: 0 5px; margin-left: 6px; border-radius: 8px; background: var(--prov); color: #fff; }
+.badge.off { background: #a55; }
+tr.off td { color: #777; background: #fbf3f3; }
 .interval { display: inline-block; vertical-align: middle; }
 svg text { font: 11px system-ui, sans-serif; fill: #333; }
 svg .axis line, svg .axis path { stroke: #999; }
@@ -340,7 +352,10 @@ _BODY = """<header><h1 id="title"></h1><div id="description" class="muted"></div
 <main>
 <section id="leaderboard"><h2>Leaderboard</h2>
 <p class="muted">Ratings on the Elo scale with their intervals; ranks are ranges where intervals overlap.
-<span class="badge">provisional</span> marks agents rated provisionally.</p>
+<span class="badge">provisional</span> marks agents rated provisionally; <span class="badge off">disconnected</span>
+agents share no test case with the benchmark's main component (rated on a scale of their own, unranked) and
+<span class="badge off">unplaced</span> ones uploaded only test cases the benchmark does not rate.</p>
+<p id="headline" class="stats"></p><ul id="unusual" class="muted"></ul>
 <div id="leaderboard-table"></div></section>
 <section id="difficulty"><h2>Difficulty of the test cases, and the agents</h2>
 <div class="controls"><label>colour test cases by <select id="color-by"><option value="">—</option></select></label>
@@ -518,25 +533,32 @@ function intervalCell(lo, mu, hi, dom) {
 // ---- header
 document.getElementById("title").textContent = "AGI-Elo explorer: " + DATA.benchmark;
 document.getElementById("description").textContent = DATA.description || "";
+document.getElementById("headline").textContent = DATA.headline || "";
+(DATA.unusual || []).forEach(function (line) { document.getElementById("unusual").appendChild(el("li", null, line)); });
 
 // ---- leaderboard
 var agents = rowsOf(DATA.agents);
 var hasInterval = "mu_lo" in DATA.agents && "mu_hi" in DATA.agents;
 var ratingDom = extent(agents.map(function (a) { return a.mu_lo !== undefined ? a.mu_lo : a.mu; })
   .concat(agents.map(function (a) { return a.mu_hi !== undefined ? a.mu_hi : a.mu; })));
-var byRating = agents.slice().sort(function (a, b) { return b.mu - a.mu; });
+// agents outside the main component (disconnected) or without a rating (unplaced) are listed, never drawn or ranked
+function offScale(a) { return a.status === "disconnected" || a.status === "unplaced" || a.mu === null || a.mu === undefined; }
+var byRating = agents.filter(function (a) { return !offScale(a); }).sort(function (a, b) { return b.mu - a.mu; });
 byRating.forEach(function (a, i) { a._order = i + 1; });
 var cols = [
-  {key: "rank", label: "rank", asc: true, sort: function (r) { return -r.mu; }, render: function (r) {
+  {key: "rank", label: "rank", asc: true, sort: function (r) { return offScale(r) ? null : -r.mu; }, render: function (r) {
     if (r.rank_lo !== undefined && r.rank_hi !== undefined && r.rank_lo !== null) {
       return r.rank_lo === r.rank_hi ? String(r.rank_lo) : r.rank_lo + "–" + r.rank_hi;
     }
-    return String(r._order);
+    return offScale(r) ? "–" : String(r._order);
   }},
   {key: "agent_id", label: "agent", text: true, render: function (r) {
     var s = el("span", {"class": "agent-name"}, r.agent_id);
-    if (r.provisional) { var w = el("span"); w.appendChild(s); w.appendChild(el("span", {"class": "badge"}, "provisional")); return w; }
-    return s;
+    var status = r.status || (r.provisional ? "provisional" : "rated");
+    if (status === "rated") { return s; }
+    var w = el("span"), b = el("span", {"class": status === "provisional" ? "badge" : "badge off"}, status);
+    if (r.status_reason) { b.setAttribute("title", r.status_reason); }
+    w.appendChild(s); w.appendChild(b); return w;
   }},
   {key: "mu", label: "rating", digits: 1}
 ];
@@ -546,9 +568,9 @@ if (hasInterval) { cols.push({key: "mu_lo", label: "interval", sort: function (r
 });
 var plotApi = null;
 Table(document.getElementById("leaderboard-table"), {
-  id: "leaderboard", rows: agents, columns: cols, sortKey: "mu", sortDir: -1, pageSize: 50, noun: "agents",
+  id: "leaderboard", rows: agents, columns: cols, sortKey: "rank", sortDir: 1, pageSize: 50, noun: "agents",
   placeholder: "search agents", search: function (r) { return r.agent_id; },
-  rowClass: function (r) { return r.provisional ? "provisional" : ""; },
+  rowClass: function (r) { return offScale(r) ? "off" : r.provisional ? "provisional" : ""; },
   onChange: function (rows, q) { if (plotApi) { plotApi.highlight(q ? rows : null); } }
 });
 
@@ -560,7 +582,7 @@ Table(document.getElementById("leaderboard-table"), {
   document.getElementById("difficulty-note").textContent = tc.length < DATA.testCases.total
     ? tc.length + " of " + DATA.testCases.total + " test cases drawn (the hardest, and an even sample of the rest); the histogram counts all."
     : DATA.testCases.total + " test cases; hover one for its tags.";
-  var xd = extent(hist.edges.concat(agents.map(function (a) { return a.mu; })));
+  var xd = extent(hist.edges.concat(byRating.map(function (a) { return a.mu; })));
   var pad = (xd[1] - xd[0]) * 0.02; xd = [xd[0] - pad, xd[1] + pad];
   var x = scale(xd[0], xd[1], box.l, box.r);
   var ymax = Math.max.apply(null, hist.counts.concat([1]));
@@ -630,8 +652,8 @@ Table(document.getElementById("leaderboard-table"), {
     });
   });
   s.appendChild(lines);
-  if (shown.length < agents.length) {
-    s.appendChild(sv("text", {x: box.r, y: 14, "text-anchor": "end"}, "the " + shown.length + " best of " + agents.length + " agents drawn; search the leaderboard to find one"));
+  if (shown.length < byRating.length) {
+    s.appendChild(sv("text", {x: box.r, y: 14, "text-anchor": "end"}, "the " + shown.length + " best of " + byRating.length + " agents drawn; search the leaderboard to find one"));
   }
   root.appendChild(s);
   // colour by tag

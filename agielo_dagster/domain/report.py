@@ -8,6 +8,8 @@ import html
 
 import pandas as pd
 
+from .standing import headline, unusual_agents
+
 TITLES = {
     "rating_distribution": "Difficulty of the test cases and competency of the agents",
     "reliability_curves": "Reliability as the share of matches grows",
@@ -42,7 +44,12 @@ def render_report(
     inputs_digest: str,
     description: str = "",
 ) -> str:
-    """The report's HTML text."""
+    """The report's HTML text.
+
+    ``gaps`` is the competency gap table; with its ``rank_lo`` and ``status`` columns (the pipeline's
+    ``competency_gap_tables``) the report names the best agent, or the top tier when intervals tie
+    it, and lists the provisional, disconnected and unplaced agents with their reasons.
+    """
     final = reliability.iloc[-1]
     gap_columns = [
         c
@@ -55,10 +62,13 @@ def render_report(
             "gap_99",
             "pct_beaten_50",
             "pct_beaten_91",
-            "provisional",
+            "status" if "status" in gaps else "provisional",
+            "status_reason",
         ]
         if c in gaps
     ]
+    leaders = html.escape(headline(gaps)) if "rank_lo" in gaps else ""
+    unusual = "".join(f"<li>{html.escape(line)}</li>" for line in unusual_agents(gaps))
     sections = "\n".join(
         f'<section><h2>{html.escape(TITLES.get(name, name))}</h2><img alt="{html.escape(name)}" src="{png_data_uri(png)}"></section>'
         for name, png in figures.items()
@@ -77,6 +87,8 @@ table.t td:first-child, table.t th:first-child {{ text-align: left; }} code {{ f
 reliability at 100% of the matches: ρ(test cases) <span id="rho-test-cases">{final["rho_test_cases"]:.3f}</span>,
 ρ(agents) <span id="rho-agents">{final["rho_agents"]:.3f}</span>, MAE <span id="mae">{final["mae"]:.4f}</span>.</p>
 <h2>Agents and their competency gaps</h2>
+<p id="headline">{leaders}</p>
+<ul id="unusual">{unusual}</ul>
 <div id="gaps">{_table(gaps[gap_columns], where=f"warehouse/competency_gap_tables/{benchmark}.parquet")}</div>
 <h2>Hardest test cases</h2>
 <div id="hardest">{_table(hardest)}</div>

@@ -67,6 +67,8 @@ def test_a_planned_partial_upload_is_provisional_until_the_full_one(tmp_path):
     row = agents.loc[NEW]
     assert np.isfinite([row["mu"], row["mu_lo"], row["mu_hi"]]).all()
     assert row["mu_lo"] < row["mu"] < row["mu_hi"] and row["matches"] == BUDGET
+    assert row["status"] == "provisional" and row["status_reason"] == f"placed from a partial upload: {BUDGET} of its {BUDGET} test cases"
+    assert (agents.drop(index=NEW)["status"] == "rated").all()
     # no rank of its own and nobody's moved; the ranks its interval allows among the 12 rated classifiers
     rated = agents.drop(index=NEW)
     assert pd.isna(row["rank"]) and rated["rank"].notna().all()
@@ -91,5 +93,6 @@ def test_a_planned_partial_upload_is_provisional_until_the_full_one(tmp_path):
     assert third.returncode == 0, third.stdout + third.stderr
     agents = warehouse(root, "agent_ratings").set_index("agent_id")
     assert not agents["provisional"].any() and agents.loc[NEW, "matches"] == len(held_back)
+    assert (agents["status"] == "rated").all() and (agents["status_reason"] == "").all()
     assert row["mu_lo"] <= agents.loc[NEW, "mu"] <= row["mu_hi"]  # the provisional interval held the joint rating
     assert not warehouse(root, "competency_gap_tables")["provisional"].any()

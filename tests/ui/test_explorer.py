@@ -355,3 +355,44 @@ def test_dodged_labels_keep_order_gap_and_bounds():
     assert np.all(np.diff(out) >= 1.0 - 1e-12) and out[0] >= 0.0 and out[-1] <= 10.0
     assert out[3] == pytest.approx(5.0)  # a label with room stays on its agent
     assert dodged(np.array([3.0]), 1.0).tolist() == [3.0]
+
+
+def test_unranked_agents_come_last_badged_and_the_headline_names_the_top(benchmark, browser, tmp_path):
+    """A disconnected agent rated far above the others and an unplaced one: listed after the ranked, never first."""
+    from agielo_dagster.domain.standing import headline
+    from agielo_dagster.rating.standing import agent_standings
+
+    run, chromium = browser
+    agents = benchmark["agents"]
+    typo = agents.nlargest(1, "mu").assign(agent_id="typo", mu=agents["mu"].max() + 500, component=1)
+    ghost = pd.DataFrame({"agent_id": ["ghost"], "test_cases": [10], "unknown": [10], "outside": [0]})
+    table = agent_standings(pd.concat([agents, typo], ignore_index=True), ghost)
+    path = tmp_path / "statuses.html"
+    path.write_text(render_explorer("quiz", table, benchmark["result"].test_cases, gaps=benchmark["gaps"]), encoding="utf-8")
+    errors = []
+
+    def check():
+        context = chromium.new_context(offline=True)
+        page = context.new_page()
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(path.as_uri(), wait_until="load")
+        page.locator("#leaderboard-size").select_option("100")
+        rows = page.locator("#leaderboard-grid tbody tr")
+        names = [rows.nth(i).locator(".agent-name").inner_text() for i in range(rows.count())]
+        ranks = [rows.nth(i).locator("td").first.inner_text() for i in range(rows.count())]
+        off = [rows.nth(i).inner_text() for i in range(rows.count()) if "off" in (rows.nth(i).get_attribute("class") or "")]
+        result = names, ranks, off, page.locator("#headline").inner_text(), page.locator("#unusual li").all_inner_texts()
+        lines = page.locator("#agent-lines line.agent").count()
+        context.close()
+        return (*result, lines)
+
+    names, ranks, off, shown_headline, unusual, lines = run(check)
+    assert errors == []
+    assert set(names[-2:]) == {"typo", "ghost"} and ranks[-2:] == ["–", "–"]
+    on_scale = table[table["status"].isin(["rated", "provisional"])].sort_values("mu", ascending=False)
+    assert names[:-2] == on_scale["agent_id"].tolist()  # the ranked by rating, the provisional among them
+    assert len(off) == 2 and any("disconnected" in t for t in off) and any("unplaced" in t for t in off)
+    assert shown_headline == headline(table) and "typo" not in shown_headline
+    assert any(u.startswith("disconnected: typo — shares no test case") for u in unusual)
+    assert any(u.startswith("unplaced: ghost — none of its 10 test cases") for u in unusual)
+    assert lines == len(on_scale)  # only the main component is drawn on the difficulty axis

@@ -1,0 +1,71 @@
+"""How the command line, the report and the explorer name who is first, and the agents outside the ranking.
+
+One wording everywhere: "best X" only when X alone is first (``rank_lo == 1`` for no other rated
+agent); otherwise "top tier (N tied: their intervals overlap): A, B, …". Provisional, disconnected
+and unplaced agents are counted and named (at most :data:`MAX_NAMES` of each), each with its reason.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from ..rating.standing import STATUSES, top_tier
+
+__all__ = ["MAX_NAMES", "headline", "status_counts", "unusual_agents"]
+
+MAX_NAMES = 5  # names shown per list; the rest are counted
+UNUSUAL = tuple(s for s in STATUSES if s != "rated")
+
+
+def _frame(agents: Any) -> pd.DataFrame:
+    frame = agents.to_pandas() if hasattr(agents, "to_pandas") and not isinstance(agents, pd.DataFrame) else agents
+    if "mu" not in frame.columns and "rating" in frame.columns:
+        frame = frame.rename(columns={"rating": "mu"})
+    return frame.astype({"agent_id": str})
+
+
+def _names(names: list[str], limit: int) -> str:
+    shown = ", ".join(names[:limit])
+    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+def headline(agents: Any, *, limit: int = MAX_NAMES) -> str:
+    """``best X`` when X alone is first among the rated agents, else ``top tier (N tied: …): A, B, …``.
+
+    ``agents``: an agent table (``agent_id``, ``mu`` or ``rating``, ``rank_lo``, ``status``) such as
+    ``agent_ratings`` or a competency gap table.
+    """
+    tier = top_tier(_frame(agents))
+    if not tier:
+        return "no agent rated in the main component"
+    if len(tier) == 1:
+        return f"best {tier[0]}"
+    return f"top tier ({len(tier)} tied: their intervals overlap): {_names(tier, limit)}"
+
+
+def status_counts(agents: Any) -> dict[str, int]:
+    """Agents per status, every status present (0 where none); {} without a ``status`` column."""
+    frame = _frame(agents)
+    if "status" not in frame.columns:
+        return {}
+    counts = frame["status"].value_counts()
+    return {s: int(counts.get(s, 0)) for s in STATUSES}
+
+
+def unusual_agents(agents: Any, *, limit: int = MAX_NAMES) -> list[str]:
+    """One line per provisional, disconnected or unplaced agent (``disconnected: a — reason``), at most ``limit`` per
+    status, then ``… and N more disconnected``."""
+    frame = _frame(agents)
+    if "status" not in frame.columns:
+        return []
+    lines = []
+    for status in UNUSUAL:
+        mine = frame[frame["status"] == status].sort_values("agent_id", kind="stable")
+        for row in mine.head(limit).itertuples():
+            reason = getattr(row, "status_reason", "")
+            lines.append(f"{status}: {row.agent_id}" + (f" — {reason}" if isinstance(reason, str) and reason else ""))
+        if len(mine) > limit:
+            lines.append(f"… and {len(mine) - limit} more {status}")
+    return lines
