@@ -1025,7 +1025,11 @@ def _parquet_ids(values: pa.ChunkedArray, problems: dict, name: str) -> pa.Chunk
 def _parquet_metric(values: pa.ChunkedArray, problems: dict, name: str) -> pa.ChunkedArray:
     values = _decoded(values)
     t = values.type
-    if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t) or pa.types.is_decimal(t):
+    if pa.types.is_decimal(t):
+        # Arrow's decimal -> float64 cast divides by a power of ten in floating point (0.1 -> 0.09999999999999999);
+        # the decimal's exact text parsed as a float64 (correctly rounded) is the nearest float64
+        return values.cast(pa.string()).cast(pa.float64())
+    if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t):
         return values.cast(pa.float64(), safe=False)
     if not pa.types.is_null(t):
         r = _first(pc.is_valid(values))
