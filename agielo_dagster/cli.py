@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import fcntl
+import io
 import os
 import sys
 import time
@@ -173,8 +174,14 @@ def print_summary(store: Store, summary: RunSummary, out=sys.stdout) -> int:
         print(f"  withdrawn: {benchmark} ({why}): its outputs are removed", file=out)
     report = warehouse_path("quarantine_report", None)
     problems = store.read_table(report).to_pandas() if store.exists(report) else read_quarantine(store)
+    # one line per problem; an invalid benchmark.yaml rejects every upload of its benchmark with the same
+    # message: printed once, with the number of uploads it rejects
+    files: dict[tuple[str, str], list[str]] = {}
     for row in problems.itertuples():
-        print(f"  {'refused' if row.status == 'refused' else 'rejected'}: {row.message}", file=out)
+        files.setdefault(("refused" if row.status == "refused" else "rejected", row.message), []).append(row.file)
+    for (status, message), paths in files.items():
+        also = f" ({len(paths)} uploads: {', '.join(paths[:3])}{', …' if len(paths) > 3 else ''})" if len(paths) > 1 else ""
+        print(f"  {status}: {message}{also}", file=out)
     for failure in summary.failed_runs:
         print(f"  FAILED {failure}", file=out)
     print(f"outputs: {store.uri('warehouse')}", file=out)
@@ -182,6 +189,36 @@ def print_summary(store: Store, summary: RunSummary, out=sys.stdout) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line; a closed stdout (``agielo run | head``) ends it quietly with the run's own exit code."""
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        _drop_stdout()
+        return 0
+
+
+def _drop_stdout() -> None:
+    """The reader of stdout has gone: send what is left to /dev/null, so the interpreter's exit flush is quiet."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+
+
+def _print_summary(store: Store, summary: RunSummary) -> int:
+    """print_summary to stdout; when the reader has gone, the same count of problems, printed nowhere."""
+    try:
+        problems = print_summary(store, summary)
+        sys.stdout.flush()
+        return problems
+    except BrokenPipeError:
+        _drop_stdout()
+        return print_summary(store, summary, out=io.StringIO())
+
+
+def _main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="agielo", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     for name, text in (
@@ -226,12 +263,14 @@ def main(argv: list[str] | None = None) -> int:
         summary = run_pipeline(
             storage, get_instance(args.instance), log_level="DEBUG" if args.verbose else "CRITICAL", create=args.create
         )
-        problems = print_summary(store, summary)
+        problems = _print_summary(store, summary)
     except StorageError as exc:
         if args.debug:
             traceback.print_exc()
         print(f"agielo: error: {exc}", file=sys.stderr)
         return 1
+    except BrokenPipeError:
+        raise  # the reader of stdout has gone (main ends quietly)
     except Exception as exc:  # noqa: BLE001 - one line, not a traceback, unless --debug
         if args.debug:
             traceback.print_exc()

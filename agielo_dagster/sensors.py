@@ -4,7 +4,8 @@
 are its outputs current for its files? It reads listings, ledgers and one parquet footer per
 benchmark, never an upload, and keeps no cursor: the warehouse is the state. A stale benchmark gets
 one run of ``rate_benchmarks`` unless a run of it is already queued or in progress; a situation
-whose runs failed three times is left alone (and logged) until its files or the code change.
+whose runs failed three times is left alone (and logged) until its files or the code change. Its
+cursor holds only the refused entries of ``raw/`` it has logged, so each is logged once per change.
 """
 
 import json
@@ -46,8 +47,14 @@ def benchmarks_sensor(context: dg.SensorEvaluationContext, storage: ObjectStorag
     ]
     for b in plan.given_up:
         context.log.warning(f"{b}: its last runs on these files failed; waiting for a change (or run `agielo run`)")
-    for err in plan.raw.refused:
-        context.log.warning(f"refused: {err}")
+    # a refused entry is logged when it appears or its reason changes, not on every tick: the cursor holds
+    # only what was logged (the warehouse, not the cursor, decides what runs)
+    logged = _logged_refusals(context.cursor)
+    refused = {err.file: str(err) for err in plan.raw.refused}
+    for path, message in refused.items():
+        if logged.get(path) != message:
+            context.log.warning(f"refused: {message}")
+    cursor = json.dumps({"refused": refused}, sort_keys=True)
     converting = instance.get_run_records(dg.RunsFilter(job_name=convert_incoming.name, statuses=WAITING), limit=1)
     if plan.incoming and not converting:
         requests.append(dg.RunRequest(job_name=convert_incoming.name, tags={TRIGGER_TAG: "sensor"}))
@@ -65,9 +72,19 @@ def benchmarks_sensor(context: dg.SensorEvaluationContext, storage: ObjectStorag
     if not requests and not partition_requests:
         stale = len(plan.busy) + len(plan.given_up)
         return dg.SensorResult(
-            skip_reason=dg.SkipReason(f"{len(plan.states)} benchmark(s), {stale} stale with a run pending or held")
+            skip_reason=dg.SkipReason(f"{len(plan.states)} benchmark(s), {stale} stale with a run pending or held"),
+            cursor=cursor,
         )
-    return dg.SensorResult(run_requests=requests, dynamic_partitions_requests=partition_requests)
+    return dg.SensorResult(run_requests=requests, dynamic_partitions_requests=partition_requests, cursor=cursor)
+
+
+def _logged_refusals(cursor: str | None) -> dict[str, str]:
+    """{path: message} of the refused entries the last tick logged (none for a missing or unreadable cursor)."""
+    try:
+        logged = json.loads(cursor or "{}").get("refused", {})
+    except (ValueError, AttributeError):
+        return {}
+    return logged if isinstance(logged, dict) else {}
 
 
 @dg.sensor(
