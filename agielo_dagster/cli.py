@@ -315,7 +315,7 @@ def run_plan(args) -> int:
         f"planned {meta.get('planned')} test case(s) for {meta.get('agent')} on {args.benchmark} "
         f"(current rating: {meta.get('current_rating')}; already evaluated: {meta.get('already_evaluated')})"
     )
-    print(f"plan: {meta.get('plan_file')}")
+    print(f"plan: {meta.get('plan_file')} (for spreadsheets; exact ids for programs: {meta.get('plan_ids_file')})")
     return 0
 
 

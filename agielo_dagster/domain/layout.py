@@ -144,8 +144,16 @@ INCOMING_LEDGER = "warehouse/incoming_ledger.parquet"  # one row per drop of har
 
 
 def plan_path(benchmark: str, agent: str) -> str:
-    """The next test cases to evaluate an agent on (written by `agielo plan`; for the user, not an input)."""
+    """The next test cases to evaluate an agent on (written by `agielo plan`; for the user, not an input).
+
+    A spreadsheet-safe CSV (:mod:`agielo_dagster.domain.exports`); :func:`plan_twin_path` has the exact ids.
+    """
     return f"plans/{benchmark}/{agent}.csv"
+
+
+def plan_twin_path(benchmark: str, agent: str) -> str:
+    """The plan as JSON lines, every id exactly as the benchmark has it (for programs)."""
+    return f"plans/{benchmark}/{agent}.jsonl"
 
 
 def explorer_path(benchmark: str) -> str:
