@@ -28,10 +28,12 @@ from pathlib import Path
 
 import dagster as dg
 
+from .assets.judgments import judgment_partitions
 from .assets.partitions import benchmark_partitions
 from .assets.quarantine import read_quarantine
 from .definitions import build_definitions
 from .domain.incoming import incoming_reason
+from .domain.judgments import stale_judgment_sets
 from .domain.layout import warehouse_path
 from .domain.lineage import CODE_VERSION
 from .domain.status import benchmark_state, present_benchmarks
@@ -73,6 +75,7 @@ class RunSummary:
     uploads_ingested: int = 0
     benchmarks_rated: list[str] = field(default_factory=list)
     withdrawn: list[str] = field(default_factory=list)
+    judgment_sets_read: list[str] = field(default_factory=list)
     failed_runs: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -134,7 +137,21 @@ def run_pipeline(
             summary.benchmarks_rated.append(benchmark)
         elif result.success and not benchmark_state(store, benchmark, CODE_VERSION).accepted:
             summary.withdrawn.append(benchmark)
-    after = plan_runs(store, instance) if to_run else plan  # what the runs changed: vanished benchmarks, rejections
+    judgment_sets = stale_judgment_sets(store)  # new or changed judgments/<set>.csv: read, ranked or rejected
+    if judgment_sets:
+        known = set(instance.get_dynamic_partitions(judgment_partitions.name))
+        if [n for n in judgment_sets if n not in known]:
+            instance.add_dynamic_partitions(judgment_partitions.name, [n for n in judgment_sets if n not in known])
+        ranking = defs.resolve_job_def("rank_judgments")
+        for name in judgment_sets:
+            result = ranking.execute_in_process(
+                run_config=_quiet(log_level), instance=instance, partition_key=name, tags={TRIGGER_TAG: "cli"}, raise_on_error=False
+            )
+            summary.judgment_sets_read.append(name)
+            if not result.success:
+                summary.failed_runs.append(f"judgments {name}: {_first_error(result)}")
+    # what the runs changed: vanished benchmarks, rejections
+    after = plan_runs(store, instance) if to_run or judgment_sets else plan
     for benchmark in after.vanished:
         instance.delete_dynamic_partition(benchmark_partitions.name, benchmark)
     if after.quarantine_stale:
@@ -168,6 +185,8 @@ def print_summary(store: Store, summary: RunSummary, out=sys.stdout) -> int:
             f"rho(test cases) {rel['rho_test_cases']:.2f}, MAE {rel['mae']:.3f}",
             file=out,
         )
+    if summary.judgment_sets_read:
+        print(f"  judgments: read {len(summary.judgment_sets_read)} set(s): {', '.join(summary.judgment_sets_read)}", file=out)
     present = present_benchmarks(store)
     for benchmark in summary.withdrawn:
         why = "no accepted upload" if benchmark in present else f"raw/{benchmark}/ is gone"

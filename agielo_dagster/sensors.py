@@ -14,7 +14,7 @@ import dagster as dg
 
 from .assets.judgments import judgment_partitions
 from .assets.partitions import benchmark_partitions
-from .domain.contract import IngestError, check_name
+from .domain.judgments import judgment_sets
 from .jobs import convert_incoming, rank_judgments, rate_benchmarks, report_quarantine
 from .planning import plan_runs, state_key
 from .resources.storage import ObjectStorage
@@ -96,25 +96,15 @@ def _logged_refusals(cursor: str | None) -> dict[str, str]:
 )
 def judgments_sensor(context: dg.SensorEvaluationContext, storage: ObjectStorage) -> dg.SensorResult:
     seen = json.loads(context.cursor) if context.cursor else {}
-    files = [f for f in storage.store.list_files("judgments") if not f.name.startswith(".")]
-    changed = []
-    for f in files:
-        if seen.get(f.path) == f.fingerprint:
-            continue
-        name = f.path.removeprefix("judgments/").removesuffix(".csv")
-        try:
-            if f.path.count("/") != 1 or not f.path.endswith(".csv"):
-                raise IngestError(f.path, "layout", "judgment sets belong at judgments/<set>.csv")
-            changed.append(check_name(name, "judgment set", f.path))
-        except IngestError as err:
+    sets, refused = judgment_sets(storage.store)
+    for err in refused:
+        if seen.get(err.file) != str(err):  # logged once per change of the refusal
             context.log.warning(f"refused judgments: {err}")
+    changed = [(n, f) for n, f in sets if seen.get(f.path) != f.fingerprint]
     known = set(context.instance.get_dynamic_partitions(judgment_partitions.name))
-    new = [n for n in changed if n not in known]
-    cursor = json.dumps({f.path: f.fingerprint for f in files}, sort_keys=True)
-    requests = [
-        dg.RunRequest(run_key=f"{n}:{next(f.fingerprint for f in files if f.path == f'judgments/{n}.csv')}", partition_key=n)
-        for n in changed
-    ]
+    new = [n for n, _ in changed if n not in known]
+    cursor = json.dumps({**{f.path: f.fingerprint for _, f in sets}, **{e.file: str(e) for e in refused}}, sort_keys=True)
+    requests = [dg.RunRequest(run_key=f"{n}:{f.fingerprint}", partition_key=n) for n, f in changed]
     return dg.SensorResult(
         run_requests=requests,
         dynamic_partitions_requests=[judgment_partitions.build_add_request(new)] if new else [],
