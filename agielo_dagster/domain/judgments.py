@@ -35,6 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .contract import MAX_LOG_BYTES, MAX_NAME_LENGTH, IngestError, Problems, check_name
+from .layout import JUDGMENTS_FOLDER, judgment_ledger_path, judgment_path
 from .readers import _NUMBER_RE, _PADDED_RE, _q, read_rows
 from .store import StorageError, Store, StoredFile, parquet_bytes
 
@@ -49,8 +50,6 @@ __all__ = [
     "write_judgment_outcome",
 ]
 
-JUDGMENTS_FOLDER = "judgments"
-_LEDGER_FOLDER = "warehouse/judgments_ledger"
 _SCHEMA = pa.schema(
     [
         ("path", pa.string()),
@@ -65,14 +64,6 @@ _SCHEMA = pa.schema(
         ("message", pa.string()),
     ]
 )
-
-
-def judgment_path(name: str) -> str:
-    return f"{JUDGMENTS_FOLDER}/{name}.csv"
-
-
-def judgment_ledger_path(name: str) -> str:
-    return f"{_LEDGER_FOLDER}/{name}.parquet"
 
 
 # -- the contract ------------------------------------------------------------------------------

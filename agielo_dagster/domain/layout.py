@@ -156,6 +156,19 @@ def plan_twin_path(benchmark: str, agent: str) -> str:
     return f"plans/{benchmark}/{agent}.jsonl"
 
 
+JUDGMENTS_FOLDER = "judgments"  # judgments/<set>.csv: pairwise difficulty judgments
+
+
+def judgment_path(name: str) -> str:
+    """A judgment set's file (an input, never modified)."""
+    return f"{JUDGMENTS_FOLDER}/{name}.csv"
+
+
+def judgment_ledger_path(name: str) -> str:
+    """The one recorded outcome (accepted or rejected) of a judgment set's file."""
+    return f"warehouse/judgments_ledger/{name}.parquet"
+
+
 def explorer_path(benchmark: str) -> str:
     """The interactive, self-contained HTML page of a benchmark."""
     return f"warehouse/explorer/{benchmark}.html"
