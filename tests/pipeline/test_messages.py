@@ -65,3 +65,26 @@ def test_a_rejected_re_upload_withdraws_the_agents_last_accepted_version(daemon,
     ledger = pd.read_parquet(root / "warehouse/upload_ledger/quiz.parquet").set_index("path")
     assert ledger.loc[f"raw/quiz/{agent}.csv", "status"] == "rejected"
     assert ledger.loc[f"raw/quiz/{agent}.csv", "rule"] == "metric_numeric"
+
+
+def test_every_rule_an_upload_breaks_reaches_the_ledger_and_agielo_run(daemon, root):
+    import io
+
+    from agielo_dagster.cli import RunSummary, print_summary
+
+    write_benchmark(root, "quiz", [1300, 1600])
+    rows = [f"q{i},0.5" for i in range(1, 21)]
+    rows[5] = "q6," + "7"  # data row 6: out of range
+    rows[10] = "q2,1"  # data row 11: a repeated id
+    rows[13] = "q14,"  # data row 14: no metric
+    (root / "raw/quiz/typo.csv").write_text("test_case_id,correct\n" + "\n".join(rows) + "\n")
+    daemon.settle()
+    ledger = pd.read_parquet(root / "warehouse/upload_ledger/quiz.parquet").set_index("path")
+    message = ledger.loc["raw/quiz/typo.csv", "message"]
+    assert ledger.loc["raw/quiz/typo.csv", "rule"] == "metric_in_range" and ledger.loc["raw/quiz/typo.csv", "row"] == 6
+    for rule in ("metric_in_range", "test_case_id_unique", "metric_present"):
+        assert f"(rule: {rule})" in message, message
+    out = io.StringIO()
+    print_summary(daemon.storage.store, RunSummary(), out=out)
+    (line,) = [line for line in out.getvalue().splitlines() if "raw/quiz/typo.csv" in line]
+    assert line == f"  rejected: {message}"
