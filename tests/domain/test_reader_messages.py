@@ -62,3 +62,16 @@ def test_one_problem_reads_as_before():
         " (rule: metric_in_range)"
     )
     assert err.problems == (err,)
+
+
+def test_a_tag_file_names_every_rule_it_breaks():
+    from agielo_dagster.domain.tags import read_tags
+
+    data = b"test_case_id,subject,abilities\nq1,math,a\n q2,math,b\nq3,math,a;;b\nq4,math,c\nq1,bio,a\n"
+    with pytest.raises(IngestError) as err:
+        read_tags(data, "raw/quiz/test_cases.csv")
+    assert [(p.rule, p.row) for p in err.value.problems] == [
+        ("test_case_id_trimmed", 2),
+        ("tag_list_item_empty", 3),
+        ("test_case_id_unique", 5),
+    ], str(err.value)
