@@ -36,7 +36,7 @@ import pyarrow.compute as pc
 
 from .contract import MAX_LOG_BYTES, MAX_NAME_LENGTH, IngestError, Problems, check_name
 from .layout import JUDGMENTS_FOLDER, judgment_ledger_path, judgment_path
-from .readers import _NUMBER_RE, _PADDED_RE, _q, read_rows
+from .readers import _NUMBER_RE, _PADDED_RE, _check_bytes, _guarded, _q, read_rows
 from .store import StorageError, Store, StoredFile, parquet_bytes
 
 __all__ = [
@@ -73,8 +73,13 @@ def read_judgments(data: bytes, file: str, *, max_bytes: int = MAX_LOG_BYTES) ->
     """The judgments of one file, checked: ``item_a, item_b`` (text), ``winner`` or ``margin``, ``weight`` (float64).
 
     Extra columns (``rater``, …) are kept as text. Raises one :class:`IngestError` naming every rule the
-    file breaks, and nothing else.
+    file breaks, and nothing else (an unforeseen failure is the rule ``read_error``).
     """
+    _check_bytes(data)
+    return _guarded(file, lambda: _read_judgments(bytes(data), file, max_bytes))
+
+
+def _read_judgments(data: bytes, file: str, max_bytes: int) -> pd.DataFrame:
     table = read_rows(data, file, max_bytes=max_bytes)
     lines = _line_numbers(data, table.num_rows)
     problems = Problems(file, lambda r: lines[r] if 0 <= r < len(lines) else None)

@@ -1,6 +1,8 @@
 """The input contract of pairwise difficulty judgments (judgments/<set>.csv): what uploads have."""
 
 import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 import pytest
 
 from agielo_dagster.domain.contract import MAX_NAME_LENGTH, IngestError
@@ -96,3 +98,23 @@ def test_missing_columns_and_empty_files():
     assert rejected("item_a,item_b\nq1,q2\n").rule == "judgment_columns"
     assert rejected("item_a,item_b,winner\n").rule == "has_rows"
     assert rejected("").rule == "log_not_empty"
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    data=st.one_of(
+        st.binary(max_size=300),
+        st.lists(
+            st.tuples(*[st.text(st.characters(exclude_categories=("Cs",)), max_size=8) for _ in range(4)]), max_size=8
+        ).map(lambda rows: ("item_a,item_b,winner,weight\n" + "".join(",".join(r) + "\n" for r in rows)).encode()),
+    )
+)
+def test_any_bytes_give_judgments_or_an_ingest_error(data):
+    try:
+        frame = read_judgments(data, FILE)
+    except IngestError as err:
+        assert str(err).startswith(f"{FILE}:") and err.rule
+        return
+    assert (frame["weight"] > 0).all() and np.isfinite(frame["weight"]).all()
+    assert (frame["item_a"] != frame["item_b"]).all() and (frame["item_a"].str.len() > 0).all()
+    assert np.isfinite(hodge_rank(frame).scores["score"]).all()
