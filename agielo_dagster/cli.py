@@ -277,7 +277,10 @@ def _main(argv: list[str] | None = None) -> int:
             from .demo import write_demo_data
 
             store.check_root(create=True)
-            print("agielo: evaluating the demo classifiers (about 30 s on 2 cores)…", flush=True)
+            try:
+                print("agielo: evaluating the demo classifiers (about 30 s on 2 cores)…", flush=True)
+            except BrokenPipeError:
+                _drop_stdout()  # nobody reads the progress line: the demo still runs
             write_demo_data(store.root)
         summary = run_pipeline(
             storage, get_instance(args.instance), log_level="DEBUG" if args.verbose else "CRITICAL", create=args.create
