@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import fcntl
+import io
 import os
 import sys
 import time
@@ -28,10 +29,12 @@ from pathlib import Path
 import dagster as dg
 
 from . import threads  # first of the package: sets the thread environment before numpy loads
+from .assets.judgments import judgment_partitions
 from .assets.partitions import benchmark_partitions
 from .assets.quarantine import read_quarantine
 from .definitions import build_definitions
 from .domain.incoming import incoming_reason
+from .domain.judgments import stale_judgment_sets
 from .domain.layout import warehouse_path
 from .domain.lineage import CODE_VERSION
 from .domain.standing import headline, status_counts, unusual_agents
@@ -75,6 +78,7 @@ class RunSummary:
     uploads_ingested: int = 0
     benchmarks_rated: list[str] = field(default_factory=list)
     withdrawn: list[str] = field(default_factory=list)
+    judgment_sets_read: list[str] = field(default_factory=list)
     failed_runs: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -137,7 +141,21 @@ def run_pipeline(
             summary.benchmarks_rated.append(benchmark)
         elif result.success and not benchmark_state(store, benchmark, CODE_VERSION).accepted:
             summary.withdrawn.append(benchmark)
-    after = plan_runs(store, instance) if to_run else plan  # what the runs changed: vanished benchmarks, rejections
+    judgment_sets = stale_judgment_sets(store)  # new or changed judgments/<set>.csv: read, ranked or rejected
+    if judgment_sets:
+        known = set(instance.get_dynamic_partitions(judgment_partitions.name))
+        if [n for n in judgment_sets if n not in known]:
+            instance.add_dynamic_partitions(judgment_partitions.name, [n for n in judgment_sets if n not in known])
+        ranking = defs.resolve_job_def("rank_judgments")
+        for name in judgment_sets:
+            result = ranking.execute_in_process(
+                run_config=_quiet(log_level), instance=instance, partition_key=name, tags={TRIGGER_TAG: "cli"}, raise_on_error=False
+            )
+            summary.judgment_sets_read.append(name)
+            if not result.success:
+                summary.failed_runs.append(f"judgments {name}: {_first_error(result)}")
+    # what the runs changed: vanished benchmarks, rejections
+    after = plan_runs(store, instance) if to_run or judgment_sets else plan
     for benchmark in after.vanished:
         instance.delete_dynamic_partition(benchmark_partitions.name, benchmark)
     if after.quarantine_stale:
@@ -175,14 +193,22 @@ def print_summary(store: Store, summary: RunSummary, out=sys.stdout) -> int:
         )
         for line in unusual_agents(gaps):
             print(f"    {line}", file=out)
+    if summary.judgment_sets_read:
+        print(f"  judgments: read {len(summary.judgment_sets_read)} set(s): {', '.join(summary.judgment_sets_read)}", file=out)
     present = present_benchmarks(store)
     for benchmark in summary.withdrawn:
         why = "no accepted upload" if benchmark in present else f"raw/{benchmark}/ is gone"
         print(f"  withdrawn: {benchmark} ({why}): its outputs are removed", file=out)
     report = warehouse_path("quarantine_report", None)
     problems = store.read_table(report).to_pandas() if store.exists(report) else read_quarantine(store)
+    # one line per problem; an invalid benchmark.yaml rejects every upload of its benchmark with the same
+    # message: printed once, with the number of uploads it rejects
+    files: dict[tuple[str, str], list[str]] = {}
     for row in problems.itertuples():
-        print(f"  {'refused' if row.status == 'refused' else 'rejected'}: {row.message}", file=out)
+        files.setdefault(("refused" if row.status == "refused" else "rejected", row.message), []).append(row.file)
+    for (status, message), paths in files.items():
+        also = f" ({len(paths)} uploads: {', '.join(paths[:3])}{', …' if len(paths) > 3 else ''})" if len(paths) > 1 else ""
+        print(f"  {status}: {message}{also}", file=out)
     for failure in summary.failed_runs:
         print(f"  FAILED {failure}", file=out)
     print(f"outputs: {store.uri('warehouse')}", file=out)
@@ -204,6 +230,36 @@ def _leaders(gaps) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line; a closed stdout (``agielo run | head``) ends it quietly with the run's own exit code."""
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        _drop_stdout()
+        return 0
+
+
+def _drop_stdout() -> None:
+    """The reader of stdout has gone: send what is left to /dev/null, so the interpreter's exit flush is quiet."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+
+
+def _print_summary(store: Store, summary: RunSummary) -> int:
+    """print_summary to stdout; when the reader has gone, the same count of problems, printed nowhere."""
+    try:
+        problems = print_summary(store, summary)
+        sys.stdout.flush()
+        return problems
+    except BrokenPipeError:
+        _drop_stdout()
+        return print_summary(store, summary, out=io.StringIO())
+
+
+def _main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="agielo", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     for name, text in (
@@ -243,17 +299,22 @@ def main(argv: list[str] | None = None) -> int:
             from .demo import write_demo_data
 
             store.check_root(create=True)
-            print("agielo: evaluating the demo classifiers (about 30 s on 2 cores)…", flush=True)
+            try:
+                print("agielo: evaluating the demo classifiers (about 30 s on 2 cores)…", flush=True)
+            except BrokenPipeError:
+                _drop_stdout()  # nobody reads the progress line: the demo still runs
             write_demo_data(store.root)
         summary = run_pipeline(
             storage, get_instance(args.instance), log_level="DEBUG" if args.verbose else "CRITICAL", create=args.create
         )
-        problems = print_summary(store, summary)
+        problems = _print_summary(store, summary)
     except StorageError as exc:
         if args.debug:
             traceback.print_exc()
         print(f"agielo: error: {exc}", file=sys.stderr)
         return 1
+    except BrokenPipeError:
+        raise  # the reader of stdout has gone (main ends quietly)
     except Exception as exc:  # noqa: BLE001 - one line, not a traceback, unless --debug
         if args.debug:
             traceback.print_exc()
@@ -298,7 +359,7 @@ def run_plan(args) -> int:
         f"planned {meta.get('planned')} test case(s) for {meta.get('agent')} on {args.benchmark} "
         f"(current rating: {meta.get('current_rating')}; already evaluated: {meta.get('already_evaluated')})"
     )
-    print(f"plan: {meta.get('plan_file')}")
+    print(f"plan: {meta.get('plan_file')} (for spreadsheets; exact ids for programs: {meta.get('plan_ids_file')})")
     return 0
 
 

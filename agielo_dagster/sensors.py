@@ -4,7 +4,8 @@
 are its outputs current for its files? It reads listings, ledgers and one parquet footer per
 benchmark, never an upload, and keeps no cursor: the warehouse is the state. A stale benchmark gets
 one run of ``rate_benchmarks`` unless a run of it is already queued or in progress; a situation
-whose runs failed three times is left alone (and logged) until its files or the code change.
+whose runs failed three times is left alone (and logged) until its files or the code change. Its
+cursor holds only the refused entries of ``raw/`` it has logged, so each is logged once per change.
 """
 
 import json
@@ -13,7 +14,7 @@ import dagster as dg
 
 from .assets.judgments import judgment_partitions
 from .assets.partitions import benchmark_partitions
-from .domain.contract import IngestError, check_name
+from .domain.judgments import judgment_sets
 from .jobs import convert_incoming, rank_judgments, rate_benchmarks, report_quarantine
 from .planning import plan_runs, state_key
 from .resources.storage import ObjectStorage
@@ -46,8 +47,14 @@ def benchmarks_sensor(context: dg.SensorEvaluationContext, storage: ObjectStorag
     ]
     for b in plan.given_up:
         context.log.warning(f"{b}: its last runs on these files failed; waiting for a change (or run `agielo run`)")
-    for err in plan.raw.refused:
-        context.log.warning(f"refused: {err}")
+    # a refused entry is logged when it appears or its reason changes, not on every tick: the cursor holds
+    # only what was logged (the warehouse, not the cursor, decides what runs)
+    logged = _logged_refusals(context.cursor)
+    refused = {err.file: str(err) for err in plan.raw.refused}
+    for path, message in refused.items():
+        if logged.get(path) != message:
+            context.log.warning(f"refused: {message}")
+    cursor = json.dumps({"refused": refused}, sort_keys=True)
     converting = instance.get_run_records(dg.RunsFilter(job_name=convert_incoming.name, statuses=WAITING), limit=1)
     if plan.incoming and not converting:
         requests.append(dg.RunRequest(job_name=convert_incoming.name, tags={TRIGGER_TAG: "sensor"}))
@@ -65,9 +72,19 @@ def benchmarks_sensor(context: dg.SensorEvaluationContext, storage: ObjectStorag
     if not requests and not partition_requests:
         stale = len(plan.busy) + len(plan.given_up)
         return dg.SensorResult(
-            skip_reason=dg.SkipReason(f"{len(plan.states)} benchmark(s), {stale} stale with a run pending or held")
+            skip_reason=dg.SkipReason(f"{len(plan.states)} benchmark(s), {stale} stale with a run pending or held"),
+            cursor=cursor,
         )
-    return dg.SensorResult(run_requests=requests, dynamic_partitions_requests=partition_requests)
+    return dg.SensorResult(run_requests=requests, dynamic_partitions_requests=partition_requests, cursor=cursor)
+
+
+def _logged_refusals(cursor: str | None) -> dict[str, str]:
+    """{path: message} of the refused entries the last tick logged (none for a missing or unreadable cursor)."""
+    try:
+        logged = json.loads(cursor or "{}").get("refused", {})
+    except (ValueError, AttributeError):
+        return {}
+    return logged if isinstance(logged, dict) else {}
 
 
 @dg.sensor(
@@ -79,25 +96,15 @@ def benchmarks_sensor(context: dg.SensorEvaluationContext, storage: ObjectStorag
 )
 def judgments_sensor(context: dg.SensorEvaluationContext, storage: ObjectStorage) -> dg.SensorResult:
     seen = json.loads(context.cursor) if context.cursor else {}
-    files = [f for f in storage.store.list_files("judgments") if not f.name.startswith(".")]
-    changed = []
-    for f in files:
-        if seen.get(f.path) == f.fingerprint:
-            continue
-        name = f.path.removeprefix("judgments/").removesuffix(".csv")
-        try:
-            if f.path.count("/") != 1 or not f.path.endswith(".csv"):
-                raise IngestError(f.path, "layout", "judgment sets belong at judgments/<set>.csv")
-            changed.append(check_name(name, "judgment set", f.path))
-        except IngestError as err:
+    sets, refused = judgment_sets(storage.store)
+    for err in refused:
+        if seen.get(err.file) != str(err):  # logged once per change of the refusal
             context.log.warning(f"refused judgments: {err}")
+    changed = [(n, f) for n, f in sets if seen.get(f.path) != f.fingerprint]
     known = set(context.instance.get_dynamic_partitions(judgment_partitions.name))
-    new = [n for n in changed if n not in known]
-    cursor = json.dumps({f.path: f.fingerprint for f in files}, sort_keys=True)
-    requests = [
-        dg.RunRequest(run_key=f"{n}:{next(f.fingerprint for f in files if f.path == f'judgments/{n}.csv')}", partition_key=n)
-        for n in changed
-    ]
+    new = [n for n, _ in changed if n not in known]
+    cursor = json.dumps({**{f.path: f.fingerprint for _, f in sets}, **{e.file: str(e) for e in refused}}, sort_keys=True)
+    requests = [dg.RunRequest(run_key=f"{n}:{f.fingerprint}", partition_key=n) for n, f in changed]
     return dg.SensorResult(
         run_requests=requests,
         dynamic_partitions_requests=[judgment_partitions.build_add_request(new)] if new else [],

@@ -2,7 +2,8 @@
 
 `agielo plan --benchmark B --agent NAME --budget N` materializes this asset for one benchmark: the
 next N test cases not yet evaluated, a stratified random sample by difficulty, written to
-``<root>/plans/<B>/<NAME>.csv`` and kept as the asset's output. Results uploaded for a plan's test
+``<root>/plans/<B>/<NAME>.csv`` (spreadsheet-safe: ids that could start a formula get a leading
+``'``) with the exact ids in ``<root>/plans/<B>/<NAME>.jsonl``, and kept as the asset's output. Results uploaded for a plan's test
 cases make a provisional agent, placed against the frozen test-case ratings with each result
 weighted by its stratum; a full upload makes it a regular agent.
 
@@ -24,7 +25,8 @@ import pandas as pd
 from agielo_dagster.resources.storage import ObjectStorage
 
 from agielo_dagster.domain.contract import IngestError, check_name
-from agielo_dagster.domain.layout import plan_path, warehouse_path
+from agielo_dagster.domain.exports import jsonl_bytes, spreadsheet_csv
+from agielo_dagster.domain.layout import plan_path, plan_twin_path, warehouse_path
 from agielo_dagster.domain.ledger import read_accepted, read_ledger
 
 from .common import OWNERS, TAGS, frame_table, retried_on_storage_errors
@@ -79,7 +81,11 @@ def placement_plans(context: dg.AssetExecutionContext, config: PlanConfig, stora
     plan = plan.to_pandas() if hasattr(plan, "to_pandas") and not isinstance(plan, pd.DataFrame) else plan
     plan = plan.assign(agent_id=agent)
     with retried_on_storage_errors(context):
-        store.write_bytes(plan_path(benchmark, agent), plan.drop(columns="agent_id").to_csv(index=False).encode())
+        # the csv is for spreadsheets (text cells that could start a formula get a leading '); the jsonl twin
+        # beside it keeps every id exactly, for programs (written first: the csv is what the user looks for)
+        written = plan.drop(columns="agent_id")
+        store.write_bytes(plan_twin_path(benchmark, agent), jsonl_bytes(written))
+        store.write_bytes(plan_path(benchmark, agent), spreadsheet_csv(written))
     context.log.info(f"{len(plan)} test case(s) planned for {agent} on {benchmark}: {store.uri(plan_path(benchmark, agent))}")
     return dg.Output(
         plan,
@@ -89,6 +95,7 @@ def placement_plans(context: dg.AssetExecutionContext, config: PlanConfig, stora
             "already_evaluated": len(done),
             "current_rating": round(rating, 1) if rating is not None else "none yet",
             "plan_file": dg.MetadataValue.path(store.uri(plan_path(benchmark, agent))),
+            "plan_ids_file": dg.MetadataValue.path(store.uri(plan_twin_path(benchmark, agent))),
             "plan": frame_table(plan, [c for c in ("test_case_id", "mu", "sigma", "information") if c in plan], limit=20),
         },
     )

@@ -1,10 +1,11 @@
-"""quarantine_report: every upload rejected and every file refused, across benchmarks, and why."""
+"""quarantine_report: every upload rejected and every file refused, across benchmarks (and judgment sets), and why."""
 
 import dagster as dg
 import pandas as pd
 from agielo_dagster.resources.storage import ObjectStorage
 
 from agielo_dagster.domain.incoming import incoming_problems
+from agielo_dagster.domain.judgments import judgment_problems
 from agielo_dagster.domain.ledger import read_ledger
 from agielo_dagster.domain.lineage import CODE_VERSION
 from agielo_dagster.domain.status import known_benchmarks, quarantine_digest, scan_raw
@@ -23,6 +24,8 @@ def read_quarantine(store: Store) -> pd.DataFrame:
         {"benchmark": "", "agent": "", "file": e.file, "version": "", "status": "refused", "rule": e.rule, "message": str(e)}
         for e in raw.refused
     ]
+    for e in judgment_problems(store):  # judgments/<set>.csv rejected by its contract, or refused
+        rows.append({"benchmark": "", "agent": "", **e})
     for e in incoming_problems(store):
         rows.append(
             {

@@ -29,11 +29,14 @@ __all__ = [
     "MAX_NAME_LENGTH",
     "MAX_PARQUET_FOOTER_BYTES",
     "MAX_QUOTED_CHARS",
+    "MAX_REPORT_CHARS",
+    "MAX_ROWS_NAMED",
     "MAX_SPEC_BYTES",
     "MIN_ROW_BYTES",
     "PARQUET_EXPANSION",
     "BenchmarkSpec",
     "IngestError",
+    "Problems",
     "check_name",
     "parse_benchmark_spec",
 ]
@@ -51,6 +54,8 @@ PARQUET_EXPANSION = 8  # a parquet upload may decode to at most this many times 
 MIN_ROW_BYTES = 4  # a parquet upload may declare at most (upload limit / 4) rows, as many as the densest csv (rule log_size)
 MAX_MESSAGE_CHARS = 300  # a rejection message, file path included (a longer detail is cut with an ellipsis)
 MAX_QUOTED_CHARS = 40  # a value quoted in a message (longer values are cut with an ellipsis)
+MAX_REPORT_CHARS = 1000  # a rejection naming several rules (one problem of each, in file order)
+MAX_ROWS_NAMED = 3  # more rows breaking a rule, named by number after the first (the rest are counted)
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
 _SPEC_KEYS = {"metric", "scoring", "params", "description", "full_coverage"}
 DEFAULT_FULL_COVERAGE = 0.8  # an upload covering less than this share of the largest upload is provisional
@@ -61,18 +66,80 @@ class IngestError(ValueError):
 
     Attributes: ``file`` (the path as uploaded), ``rule`` (short name), ``row``
     (1-based data row or ``None``), ``line`` (1-based file line or ``None``), ``detail``
-    (the sentence without the prefix). The message is at most :data:`MAX_MESSAGE_CHARS`
+    (the sentence without the prefix), ``problems`` (every problem the file was rejected for, this
+    one first; see :class:`Problems`). The message is at most :data:`MAX_MESSAGE_CHARS`
     characters (unless the file path alone is longer): a longer detail is cut with an ellipsis.
+    A file rejected for several rules names each in one message of at most :data:`MAX_REPORT_CHARS`.
     """
 
     def __init__(self, file: str, rule: str, detail: str, row: int | None = None, line: int | None = None):
-        where = "" if row is None else f" data row {row}" + ("" if line is None else f" (line {line})") + ":"
+        where = _where(row, line)
         prefix, suffix, detail = f"{file}:{where} ", f" (rule: {rule})", str(detail)
         budget = max(MAX_MESSAGE_CHARS - len(prefix) - len(suffix), 80)
         if len(detail) > budget:
             detail = detail[: budget - 1] + "…"
         super().__init__(f"{prefix}{detail}{suffix}")
         self.file, self.rule, self.detail, self.row, self.line = file, rule, detail, row, line
+        self.problems: tuple[IngestError, ...] = (self,)
+
+
+def _where(row: int | None, line: int | None) -> str:
+    return "" if row is None else f" data row {row}" + ("" if line is None else f" (line {line})") + ":"
+
+
+class Problems:
+    """Every problem of one file, gathered check by check, then raised as one :class:`IngestError`.
+
+    ``add(row0, rule, detail)`` records a problem at a 0-based data row (``None``: the whole file);
+    ``add_rows(mask, rule, detail_of)`` records every row where ``mask`` is true: the first is
+    described by ``detail_of(row0, count)``, the next :data:`MAX_ROWS_NAMED` are named by number and
+    the rest counted. :meth:`raise_if_any` raises nothing when the file is clean; otherwise one
+    error whose rule, row and line are those of the first problem in the file, and whose message
+    names one problem per rule, in file order: ``f: data row 6 (line 7): … (rule: metric_in_range);
+    data row 11 (line 12): … (also data rows 14, 20 and 3 more) (rule: test_case_id_unique)``.
+    """
+
+    def __init__(self, file: str, line_of=lambda row0: None):
+        self.file = file
+        self.line_of = line_of
+        self.found: dict[str, tuple[int | None, str, list[int], int]] = {}  # rule -> (row0, detail, more rows, count)
+
+    def add(self, row0: int | None, rule: str, detail: str, more: list[int] | None = None, count: int = 1) -> None:
+        if rule not in self.found:  # the first problem of a rule is the one described
+            self.found[rule] = (row0, detail, list(more or []), count)
+
+    def add_rows(self, mask, rule: str, detail_of) -> None:
+        import numpy as np
+
+        rows = np.flatnonzero(np.asarray(mask, dtype=bool))
+        if len(rows):
+            first = int(rows[0])
+            self.add(first, rule, detail_of(first, len(rows)), [int(r) for r in rows[1 : 1 + MAX_ROWS_NAMED]], len(rows))
+
+    def __bool__(self) -> bool:
+        return bool(self.found)
+
+    def raise_if_any(self) -> None:
+        if not self.found:
+            return
+        order = sorted(self.found.items(), key=lambda kv: -1 if kv[1][0] is None else kv[1][0])
+        errors = []
+        for rule, (row0, detail, more, count) in order:
+            if more:
+                left = count - 1 - len(more)
+                named = ", ".join(str(r + 1) for r in more) + (f" and {left:,} more" if left > 0 else "")
+                detail = f"{detail} (also data row{'s' if count > 2 else ''} {named})"
+            row = None if row0 is None else row0 + 1
+            errors.append(IngestError(self.file, rule, detail, row=row, line=None if row0 is None else self.line_of(row0)))
+        first = errors[0]
+        if len(errors) > 1:
+            parts = [str(first)] + [f"{_where(e.row, e.line).strip()} {e.detail} (rule: {e.rule})".strip() for e in errors[1:]]
+            text = "; ".join(parts)
+            if len(text) > MAX_REPORT_CHARS:
+                text = text[: MAX_REPORT_CHARS - 1] + "…"
+            first.args = (text,)
+        first.problems = tuple(errors)
+        raise first
 
 
 def check_name(name: str, what: str, file: str) -> str:

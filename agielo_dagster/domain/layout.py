@@ -144,8 +144,29 @@ INCOMING_LEDGER = "warehouse/incoming_ledger.parquet"  # one row per drop of har
 
 
 def plan_path(benchmark: str, agent: str) -> str:
-    """The next test cases to evaluate an agent on (written by `agielo plan`; for the user, not an input)."""
+    """The next test cases to evaluate an agent on (written by `agielo plan`; for the user, not an input).
+
+    A spreadsheet-safe CSV (:mod:`agielo_dagster.domain.exports`); :func:`plan_twin_path` has the exact ids.
+    """
     return f"plans/{benchmark}/{agent}.csv"
+
+
+def plan_twin_path(benchmark: str, agent: str) -> str:
+    """The plan as JSON lines, every id exactly as the benchmark has it (for programs)."""
+    return f"plans/{benchmark}/{agent}.jsonl"
+
+
+JUDGMENTS_FOLDER = "judgments"  # judgments/<set>.csv: pairwise difficulty judgments
+
+
+def judgment_path(name: str) -> str:
+    """A judgment set's file (an input, never modified)."""
+    return f"{JUDGMENTS_FOLDER}/{name}.csv"
+
+
+def judgment_ledger_path(name: str) -> str:
+    """The one recorded outcome (accepted or rejected) of a judgment set's file."""
+    return f"warehouse/judgments_ledger/{name}.parquet"
 
 
 def explorer_path(benchmark: str) -> str:

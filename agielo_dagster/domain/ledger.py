@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from .contract import MAX_SPEC_BYTES, BenchmarkSpec, IngestError, parse_benchmark_spec
+from .contract import MAX_REPORT_CHARS, MAX_SPEC_BYTES, BenchmarkSpec, IngestError, parse_benchmark_spec
 from .layout import (
     accepted_folder,
     accepted_path,
@@ -47,7 +47,7 @@ from .store import StorageError, Store, StoredFile, parquet_bytes
 
 __all__ = ["LEDGER_SCHEMA", "Ledger", "LedgerUpdate", "read_ledger", "refresh_ledger", "read_accepted"]
 
-MESSAGE_CHARS = 300
+MESSAGE_CHARS = MAX_REPORT_CHARS  # a rejection may name several rules (contract.Problems)
 RACY_SECONDS = 0.1
 
 LEDGER_SCHEMA = pa.schema(

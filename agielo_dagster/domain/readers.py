@@ -8,7 +8,11 @@ other tabular inputs (pairwise judgments ``item_a,item_b,winner``). The suffix o
 Every problem with the bytes, however pathological, is an :class:`IngestError` naming the file,
 the 1-based data row and file line where known, and the rule; its message is at most about
 :data:`~.contract.MAX_MESSAGE_CHARS` characters and quotes values cut to
-:data:`~.contract.MAX_QUOTED_CHARS`. Any unforeseen exception while reading is turned into the
+:data:`~.contract.MAX_QUOTED_CHARS`. A file that parses but breaks the contract in several ways
+(ids, metric values, range) gets one error naming every rule it breaks, in file order: the first
+row of each rule described, the next :data:`~.contract.MAX_ROWS_NAMED` numbered and the rest
+counted (:class:`~.contract.Problems`; at most :data:`~.contract.MAX_REPORT_CHARS` characters).
+Problems that stop the reading itself (encoding, row width, the header, limits) are named alone. Any unforeseen exception while reading is turned into the
 rule ``read_error`` rather than escaping (a crash would make the step retry, then fail unnamed).
 
 Test-case ids (one typing rule in every format)
@@ -107,6 +111,7 @@ from .contract import (
     PARQUET_EXPANSION,
     BenchmarkSpec,
     IngestError,
+    Problems,
 )
 from .layout import LOG_SUFFIXES
 
@@ -315,41 +320,40 @@ def _read_upload(data: bytes, file: str, spec: BenchmarkSpec, max_bytes: int) ->
 def _contract(frame: _Frame, file: str, spec: BenchmarkSpec) -> pa.Table:
     if frame.rows == 0:
         raise IngestError(file, "has_rows", "the file has a header but no rows")
-
-    def reject(row0: int, rule: str, detail: str) -> None:
-        raise IngestError(file, rule, detail, row=row0 + 1, line=frame.line_of(row0))
+    # every rule is checked and every broken one named (Problems): a later row of one rule never hides
+    # an earlier row of another
+    problems = Problems(file, frame.line_of)
 
     ids = frame.columns[ID_COLUMN]
     lengths = pc.binary_length(ids)
+    ids_missing = False
     if ids.null_count or ID_COLUMN in frame.problems or pc.min(lengths).as_py() == 0:
+        ids_missing = True
         missing = pc.or_kleene(pc.is_null(ids), pc.equal(lengths, 0))
         _first_value_problem(
             frame,
             ID_COLUMN,
             missing,
-            reject,
+            problems.add,
             lambda r, n: f"test_case_id is missing or empty ({n} row(s)); every row needs an id",
+            problems,
         )
-    padded = pc.match_substring_regex(ids, _PADDED_RE)
-    r = _first(padded)
-    if r >= 0:
-        n = pc.sum(padded).as_py()
-        reject(
-            r,
-            "test_case_id_trimmed",
-            f"test_case_id {_q(ids[r].as_py())} has leading or trailing white space ({n} row(s)); ids are used as written",
-        )
-    if len(pc.unique(ids)) != frame.rows:  # (count_distinct is about twice as slow)
+    padded = pc.fill_null(pc.match_substring_regex(ids, _PADDED_RE), False)
+    problems.add_rows(
+        _mask(padded),
+        "test_case_id_trimmed",
+        lambda r, n: f"test_case_id {_q(ids[r].as_py())} has leading or trailing white space ({n} row(s)); ids are used as written",
+    )
+    if not ids_missing and len(pc.unique(ids)) != frame.rows:  # (count_distinct is about twice as slow)
         codes = ids.combine_chunks().dictionary_encode().indices.to_numpy(zero_copy_only=False)
         _, first_at = np.unique(codes, return_index=True)
         again = np.ones(len(codes), dtype=bool)
         again[first_at] = False
-        r = int(np.argmax(again))
-        reject(
-            r,
+        problems.add_rows(
+            again,
             "test_case_id_unique",
-            f"test case {_q(ids[r].as_py())} appears again (first at data row {int(first_at[codes[r]]) + 1}); "
-            f"{int(again.sum())} duplicate row(s)",
+            lambda r, n: f"test case {_q(ids[r].as_py())} appears again (first at data row {int(first_at[codes[r]]) + 1}); "
+            f"{n} duplicate row(s)",
         )
 
     metric = frame.columns[spec.metric]
@@ -358,22 +362,32 @@ def _contract(frame: _Frame, file: str, spec: BenchmarkSpec) -> pa.Table:
             frame,
             spec.metric,
             pc.is_null(metric),
-            reject,
+            problems.add,
             lambda r, n: f"{spec.metric} is missing or empty ({n} row(s)); every row needs a metric value",
+            problems,
         )
     values = metric.to_numpy()
+    present = _mask(pc.is_valid(metric))
+    with np.errstate(invalid="ignore"):
+        finite = np.isfinite(values)
+        outside = finite & ((values < spec.scoring.lo) | (values > spec.scoring.hi))  # binary: (-inf, inf), never
+    problems.add_rows(
+        present & ~finite,
+        "metric_finite",
+        lambda r, n: f"{spec.metric} {float(values[r])!r} is not a finite number ({n} value(s))",
+    )
+    problems.add_rows(
+        outside,
+        "metric_in_range",
+        lambda r, n: f"{spec.metric} {float(values[r])!r} is outside [{spec.scoring.lo:g}, {spec.scoring.hi:g}] "
+        f"of scoring '{spec.scoring.name}' ({n} value(s))",
+    )
+    problems.raise_if_any()
     try:
         score = spec.scoring.score(values, source=file)
-    except ScoringError as exc:
+    except ScoringError as exc:  # the checks above are the scoring's own: kept as a guard
         r = exc.row if exc.row is not None else 0
-        value = float(values[r])
-        if exc.rule == "metric_finite":
-            detail = f"{spec.metric} {value!r} is not a finite number"
-        else:
-            detail = (
-                f"{spec.metric} {value!r} is outside [{spec.scoring.lo:g}, {spec.scoring.hi:g}] of scoring '{spec.scoring.name}'"
-            )
-        reject(r, exc.rule, f"{detail} ({exc.count} value(s))")
+        raise IngestError(file, exc.rule, str(exc), row=r + 1, line=frame.line_of(r)) from None
 
     names = [ID_COLUMN, "metric", "score"]
     arrays = [ids.cast(pa.string()), metric, _chunked(np.asarray(score, dtype=np.float64))]
@@ -384,17 +398,31 @@ def _contract(frame: _Frame, file: str, spec: BenchmarkSpec) -> pa.Table:
     return pa.Table.from_arrays(arrays, names=names)
 
 
-def _first_value_problem(frame: _Frame, column: str, missing, reject, describe_missing) -> None:
-    """Reject the first row whose value is missing or (per the reader) of a bad type, whichever comes first."""
+def _mask(values: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """A boolean Arrow array as numpy (nulls false)."""
+    return np.asarray(pc.fill_null(values, False).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _first_value_problem(frame: _Frame, column: str, missing, reject, describe_missing, problems: Problems | None = None) -> None:
+    """Reject the first row whose value is missing or (per the reader) of a bad type, whichever comes first.
+
+    With ``problems`` (which gathers instead of raising), every missing row is recorded: the first
+    described, the next ones numbered.
+    """
     r = _first(missing)
     typed = frame.problems.get(column)
     if typed is not None and (r < 0 or typed.row <= r):
         reject(typed.row, typed.rule, typed.detail)
+        return  # the reader nulls every value of a bad type: its other rows are not "missing"
     if r >= 0:
         if frame.is_blank is not None and frame.is_blank(r):
             reject(r, "csv_blank_row", _BLANK_ROW)
+            return
         rule = "test_case_id_present" if column == ID_COLUMN else "metric_present"
-        reject(r, rule, describe_missing(r, pc.sum(missing).as_py()))
+        if problems is not None:
+            problems.add_rows(_mask(missing), rule, describe_missing)
+        else:
+            reject(r, rule, describe_missing(r, pc.sum(missing).as_py()))
 
 
 def _read_rows(data: bytes, file: str, max_bytes: int) -> pa.Table:
@@ -1025,7 +1053,11 @@ def _parquet_ids(values: pa.ChunkedArray, problems: dict, name: str) -> pa.Chunk
 def _parquet_metric(values: pa.ChunkedArray, problems: dict, name: str) -> pa.ChunkedArray:
     values = _decoded(values)
     t = values.type
-    if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t) or pa.types.is_decimal(t):
+    if pa.types.is_decimal(t):
+        # Arrow's decimal -> float64 cast divides by a power of ten in floating point (0.1 -> 0.09999999999999999);
+        # the decimal's exact text parsed as a float64 (correctly rounded) is the nearest float64
+        return values.cast(pa.string()).cast(pa.float64())
+    if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t):
         return values.cast(pa.float64(), safe=False)
     if not pa.types.is_null(t):
         r = _first(pc.is_valid(values))

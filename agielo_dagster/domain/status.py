@@ -32,6 +32,7 @@ from .layout import (
     tags_path,
     warehouse_path,
 )
+from .judgments import judgment_problems
 from .ledger import Ledger, input_files, read_ledger, spec_file_of
 from .lineage import INGEST_VERSION
 from .store import StorageError, Store
@@ -213,6 +214,8 @@ def quarantine_digest(store: Store, raw: RawTopLevel) -> str:
     for err in raw.refused:
         digest.update(f"raw\0{err}\n".encode())
     digest.update(store.read_bytes(INCOMING_LEDGER) if store.exists(INCOMING_LEDGER) else b"")
+    for problem in judgment_problems(store):
+        digest.update(f"judgments\0{problem['file']}\0{problem['message']}\n".encode())
     return "sha256:" + digest.hexdigest()[:16]
 
 

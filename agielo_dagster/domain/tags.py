@@ -51,7 +51,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .contract import MAX_LOG_BYTES, IngestError
+from .contract import MAX_LOG_BYTES, IngestError, Problems
 from .layout import TAG_FILE_NAMES, TAG_FILE_STEM, is_tag_file  # noqa: F401 - part of this module's interface
 from .readers import (
     _PADDED_RE,
@@ -150,10 +150,8 @@ def _read_tags(data: bytes, file: str, max_bytes: int) -> pa.Table:
     if frame.rows == 0:
         raise IngestError(file, "has_rows", "the file has a header but no rows")
 
-    def reject(row0: int, rule: str, detail: str) -> None:
-        raise IngestError(file, rule, detail, row=row0 + 1, line=frame.line_of(row0))
-
-    ids = _checked_ids(frame, reject)
+    problems = Problems(file, frame.line_of)  # every rule the file breaks is named (the first row of each)
+    ids = _checked_ids(frame, problems.add)
     names, arrays = [ID_COLUMN], [ids]
     for name in frame.names:
         if name == ID_COLUMN:
@@ -161,8 +159,9 @@ def _read_tags(data: bytes, file: str, max_bytes: int) -> pa.Table:
         try:
             arrays.append(tag_values(frame.columns[name], name, json_arrays=fmt != "csv"))
         except _Bad as bad:
-            reject(bad.row0, bad.rule, bad.detail)
+            problems.add(bad.row0, bad.rule, bad.detail)
         names.append(name)
+    problems.raise_if_any()
     return pa.Table.from_arrays(arrays, names=names)
 
 
@@ -171,7 +170,8 @@ def _checked_ids(frame: _Frame, reject) -> pa.Array:
     if not pa.types.is_string(ids.type):
         ids = ids.cast(pa.string())
     lengths = pc.binary_length(ids)
-    if ids.null_count or ID_COLUMN in frame.problems or pc.min(lengths).as_py() == 0:
+    missing_ids = bool(ids.null_count or ID_COLUMN in frame.problems or pc.min(lengths).as_py() == 0)
+    if missing_ids:
         missing = pc.or_kleene(pc.is_null(ids), pc.equal(lengths, 0))
         _first_value_problem(
             frame,
@@ -188,7 +188,7 @@ def _checked_ids(frame: _Frame, reject) -> pa.Array:
             "test_case_id_trimmed",
             f"test_case_id {_q(ids[r].as_py())} has leading or trailing white space; ids are used as written",
         )
-    if len(pc.unique(ids)) != frame.rows:
+    if not missing_ids and len(pc.unique(ids)) != frame.rows:  # (missing ids are not repeats)
         codes = ids.combine_chunks().dictionary_encode().indices.to_numpy(zero_copy_only=False)
         _, first_at = np.unique(codes, return_index=True)
         again = np.ones(len(codes), dtype=bool)

@@ -112,3 +112,34 @@ def test_damaged_valid_files_give_a_table_or_an_ingest_error(fmt, pairs, cut, fl
             read_upload(damaged, f"raw/prop/agent.{fmt}", SPEC)
         except IngestError as err:
             assert err.rule and len(str(err)) <= 320
+
+
+def _decimal_upload(values, arrow_type) -> bytes:
+    sink = pa.BufferOutputStream()
+    ids_ = [f"tc_{i}" for i in range(len(values))]
+    pq.write_table(pa.table({"test_case_id": ids_, "correct": pa.array(values, arrow_type)}), sink)
+    return sink.getvalue().to_pybytes()
+
+
+@FAST
+@given(values=st.lists(st.decimals(min_value=0, max_value=1, places=6, allow_nan=False), min_size=1, max_size=40))
+def test_parquet_decimal_metrics_become_the_nearest_float64(values):
+    table = read_upload(_decimal_upload(values, pa.decimal128(10, 6)), "raw/prop/agent.parquet", SPEC)
+    assert table.column("metric").to_pylist() == [float(v) for v in values]  # float(Decimal) rounds correctly
+
+
+@pytest.mark.parametrize(
+    "arrow_type, text",
+    [
+        (pa.decimal128(10, 6), ["0.1", "0.3", "0.7", "0.000001", "0.999999", "1.000000"]),
+        (pa.decimal128(38, 30), ["0.1", "0.333333333333333333333333333333", "0.000000000000000000000000000001"]),
+        (pa.decimal256(60, 50), ["0.1", "0.12345678901234567890123456789012345678901234567890"]),
+    ],
+)
+def test_parquet_decimal_examples_convert_exactly(arrow_type, text):
+    from decimal import Decimal
+
+    values = [Decimal(t) for t in text]
+    table = read_upload(_decimal_upload(values, arrow_type), "raw/prop/agent.parquet", SPEC)
+    assert table.column("metric").to_pylist() == [float(Decimal(t)) for t in text]
+    assert table.column("metric").to_pylist()[0] == 0.1

@@ -85,12 +85,16 @@ def test_dropped_judgments_are_ranked_with_hodge_rank(daemon, root):
     assert [r.partition_key for r in changed.run_requests] == ["study"] and runs[0].success
 
 
-def test_a_malformed_judgment_set_fails_with_a_clear_error(daemon, root):
+def test_a_malformed_judgment_set_is_rejected_by_rule_without_failing_the_run(daemon, root):
     folder = root / "judgments"
     folder.mkdir(parents=True)
     (folder / "broken.csv").write_text("item_a,item_b,winner\nx,y,maybe\n")
     _, (run,) = _judgment_tick(daemon)
-    assert not run.success
-    failure = next(e for e in run.all_events if e.is_step_failure)
-    message = failure.step_failure_data.error.message
-    assert "judgments/broken.csv" in message and "winner_known" in message
+    assert run.success  # bad input is a named rule, never a failed step
+    materialization = run.asset_materializations_for_node("difficulty_judgments")[0]
+    assert materialization.metadata["status"].value == "rejected"
+    message = materialization.metadata["message"].value
+    assert "judgments/broken.csv: data row 1 (line 2): winner 'maybe'" in message and "winner_known" in message
+    (check,) = run.get_asset_check_evaluations()
+    assert check.check_name == "judgments_accepted" and not check.passed
+    assert pd.read_parquet(root / "warehouse/difficulty_judgments/broken.parquet").empty

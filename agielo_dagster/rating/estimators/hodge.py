@@ -1,6 +1,6 @@
 """HodgeRank on pairwise judgments (as TADDL-V ranks task difficulty from human comparisons).
 
-Each row judges a pair: ``item_a, item_b, winner ∈ {a, b, tie}`` ("a is harder than b" is
+Each row judges a pair (rows are numbered from 1 in messages): ``item_a, item_b, winner ∈ {a, b, tie}`` ("a is harder than b" is
 ``winner = a``), optionally with a numeric ``margin`` (the observed s_a − s_b) instead of a
 winner, a ``weight`` and a ``rater``. Judgments of the same pair are averaged into a flow
 Y_ab ∈ [−1, 1] (or the mean margin) with weight w_ab, the number of judgments (or their
@@ -41,7 +41,7 @@ def _pair_flows(df: pd.DataFrame) -> pd.DataFrame:
     if (a == b).any():
         row = int(np.flatnonzero((a == b).to_numpy())[0])
         raise MatchTableError(
-            f"judgment row {row}: an item is compared with itself (rule: distinct_items)", rule="distinct_items", row=row
+            f"judgment row {row + 1}: an item is compared with itself (rule: distinct_items)", rule="distinct_items", row=row
         )
     if "margin" in df.columns:
         value = pd.to_numeric(df["margin"], errors="coerce").to_numpy(dtype=float)
@@ -52,7 +52,7 @@ def _pair_flows(df: pd.DataFrame) -> pd.DataFrame:
         if bad.any():
             row = int(np.flatnonzero(bad.to_numpy())[0])
             raise MatchTableError(
-                f"judgment row {row}: winner {df['winner'].iloc[row]!r} is not a, b or tie (rule: winner_known)",
+                f"judgment row {row + 1}: winner {df['winner'].iloc[row]!r} is not a, b or tie (rule: winner_known)",
                 rule="winner_known",
                 row=row,
             )
@@ -60,9 +60,21 @@ def _pair_flows(df: pd.DataFrame) -> pd.DataFrame:
     if not np.isfinite(value).all():
         row = int(np.flatnonzero(~np.isfinite(value))[0])
         raise MatchTableError(
-            f"judgment row {row}: margin is not a finite number (rule: margin_finite)", rule="margin_finite", row=row
+            f"judgment row {row + 1}: margin is not a finite number (rule: margin_finite)", rule="margin_finite", row=row
         )
-    weight = pd.to_numeric(df["weight"]).to_numpy(dtype=float) if "weight" in df.columns else np.ones(len(df))
+    if "weight" in df.columns:
+        weight = pd.to_numeric(df["weight"], errors="coerce").to_numpy(dtype=float)
+        bad = ~(np.isfinite(weight) & (weight > 0))  # an inf, NaN or non-positive weight makes every score NaN
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            raise MatchTableError(
+                f"judgment row {row + 1}: weight {df['weight'].iloc[row]!r} is not a finite number greater than 0 "
+                f"({int(bad.sum())} row(s); rule: weight_positive)",
+                rule="weight_positive",
+                row=row,
+            )
+    else:
+        weight = np.ones(len(df))
     # orient every pair as (low, high) so that a–b and b–a judgments pool
     flip = (a > b).to_numpy()
     lo, hi = np.where(flip, b, a), np.where(flip, a, b)

@@ -1,0 +1,46 @@
+"""What `agielo` prints: each rejection once, and a quiet exit when the reader of its output goes away."""
+
+import os
+import subprocess
+import sys
+
+from ..devserver import REPO
+from ..pipeline.conftest import write_benchmark
+from .test_cli_errors import agielo, home  # noqa: F401 - the fixture
+
+
+def test_a_rejected_benchmark_yaml_is_printed_once(home, tmp_path):  # noqa: F811
+    root = tmp_path / "storage"
+    write_benchmark(root, "quiz", [1300, 1500, 1700], spec="metric: correct\nscoring: bogus\n")
+    result = agielo("run", "--storage", str(root), home=home)
+    assert result.returncode == 0, result.stderr
+    lines = [line for line in result.stdout.splitlines() if "raw/quiz/benchmark.yaml" in line]
+    assert len(lines) == 1, result.stdout
+    assert "scoring_known" in lines[0] and "3 uploads" in lines[0], lines[0]
+    strict = agielo("run", "--storage", str(root), "--strict", home=home)
+    assert strict.returncode == 2  # the count of rejected files is unchanged: three uploads are rejected
+
+
+def test_a_closed_pipe_ends_quietly(home, tmp_path):  # noqa: F811
+    """`agielo run … | head -1`: the reader is gone before agielo prints; exit 0, nothing on stderr."""
+    root = tmp_path / "storage"
+    write_benchmark(root, "quiz", [1300, 1600])
+    (root / "raw/quiz/typo.csv").write_text("test_case_id,correct\nq1,0.5\nq2,yes\n")
+    env = {**os.environ, "DAGSTER_HOME": str(home)}
+    read, write = os.pipe()
+    os.close(read)  # the reader has gone: every write to the pipe is EPIPE
+    try:
+        process = subprocess.run(
+            [sys.executable, "-m", "agielo_dagster.cli", "run", "--storage", str(root)],
+            cwd=REPO,
+            env=env,
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=300,
+        )
+    finally:
+        os.close(write)
+    assert process.returncode == 0, process.stderr
+    assert process.stderr == "", process.stderr
+    assert (root / "warehouse/benchmark_reports/quiz.parquet").exists()  # the run itself went through
