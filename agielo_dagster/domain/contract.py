@@ -193,33 +193,39 @@ def parse_benchmark_spec(text: bytes | str, benchmark: str, file: str) -> Benchm
         raise IngestError(file, "spec_yaml", f"benchmark.yaml is not valid YAML{at}: {getattr(exc, 'problem', exc)}") from None
     if not isinstance(spec, dict):
         raise IngestError(file, "spec_mapping", "benchmark.yaml must be a mapping with keys metric and scoring")
+    problems = Problems(file)  # every key it gets wrong is named, not only the first
     unknown = set(map(str, spec)) - _SPEC_KEYS
     if unknown:
-        raise IngestError(
-            file,
+        problems.add(
+            None,
             "spec_keys",
             f"benchmark.yaml has unknown key(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(_SPEC_KEYS))}",
         )
     metric = spec.get("metric")
     if not isinstance(metric, str) or not metric or metric == "test_case_id":
-        raise IngestError(
-            file, "spec_metric", f"benchmark.yaml must name the metric column (a string other than test_case_id), got {metric!r}"
+        problems.add(
+            None, "spec_metric", f"benchmark.yaml must name the metric column (a string other than test_case_id), got {metric!r}"
         )
     params = spec.get("params") or {}
     if not isinstance(params, dict):
-        raise IngestError(file, "spec_params", f"benchmark.yaml params must be a mapping, got {params!r}")
+        problems.add(None, "spec_params", f"benchmark.yaml params must be a mapping, got {params!r}")
+        params = {}
     description = spec.get("description") or ""
     if not isinstance(description, str):
-        raise IngestError(file, "spec_description", "benchmark.yaml description must be text")
-    try:
-        scoring = make_scoring(str(spec.get("scoring", "")), params)
-    except ScoringError as exc:
-        raise IngestError(file, exc.rule, f"benchmark.yaml: {exc}") from None
+        problems.add(None, "spec_description", "benchmark.yaml description must be text")
+        description = ""
+    scoring = None
+    if "spec_params" not in problems.found:
+        try:
+            scoring = make_scoring(str(spec.get("scoring", "")), params)
+        except ScoringError as exc:
+            problems.add(None, exc.rule, f"benchmark.yaml: {exc}")
     full_coverage = spec.get("full_coverage", DEFAULT_FULL_COVERAGE)
     if isinstance(full_coverage, bool) or not isinstance(full_coverage, (int, float)) or not 0 < full_coverage <= 1:
-        raise IngestError(
-            file, "spec_full_coverage", f"benchmark.yaml full_coverage must be a number in (0, 1], got {full_coverage!r}"
+        problems.add(
+            None, "spec_full_coverage", f"benchmark.yaml full_coverage must be a number in (0, 1], got {full_coverage!r}"
         )
+    problems.raise_if_any()
     return BenchmarkSpec(
         name=benchmark,
         metric=metric,

@@ -75,3 +75,12 @@ def test_a_tag_file_names_every_rule_it_breaks():
         ("tag_list_item_empty", 3),
         ("test_case_id_unique", 5),
     ], str(err.value)
+
+
+def test_a_benchmark_yaml_names_every_key_it_gets_wrong():
+    text = "metric: 7\nscoring: bogus\ndescription: [1]\nfull_coverage: 2\ncolour: red\n"
+    with pytest.raises(IngestError) as err:
+        parse_benchmark_spec(text, "quiz", "raw/quiz/benchmark.yaml")
+    rules = [p.rule for p in err.value.problems]
+    assert rules == ["spec_keys", "spec_metric", "spec_description", "scoring_known", "spec_full_coverage"], str(err.value)
+    assert err.value.rule == "spec_keys" and str(err.value).count("raw/quiz/benchmark.yaml") == 1

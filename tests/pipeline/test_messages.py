@@ -88,3 +88,28 @@ def test_every_rule_an_upload_breaks_reaches_the_ledger_and_agielo_run(daemon, r
     print_summary(daemon.storage.store, RunSummary(), out=out)
     (line,) = [line for line in out.getvalue().splitlines() if "raw/quiz/typo.csv" in line]
     assert line == f"  rejected: {message}"
+
+
+def test_the_judgments_sensor_logs_a_refused_file_once_per_change(daemon, root):
+    from agielo_dagster.sensors import judgments_sensor
+
+    (root / "judgments").mkdir(parents=True)
+    (root / "judgments/notes.txt").write_text("not a judgment set")
+
+    def tick(cursor):
+        context = dg.build_sensor_context(
+            instance=daemon.instance, resources={"storage": daemon.storage}, definitions=daemon.defs, cursor=cursor
+        )
+        lines = _Lines()
+        context.log.addHandler(lines)
+        try:
+            result = judgments_sensor(context)
+        finally:
+            context.log.removeHandler(lines)
+        return result, [line for line in lines.lines if "refused judgments:" in line]
+
+    result, refused = tick(None)
+    assert len(refused) == 1 and "judgments/notes.txt" in refused[0] and not result.run_requests
+    for _ in range(3):
+        result, refused = tick(result.cursor)
+        assert refused == []
