@@ -1,0 +1,59 @@
+"""Seams between features (issue 21): each one reproduced on a real Dagster instance and storage root."""
+
+import dagster as dg
+import numpy as np
+import pandas as pd
+
+from agielo_dagster.schedules import nightly_rerate
+
+from .conftest import QUIET, write_benchmark, write_log
+
+NIGHTLY = {
+    **QUIET,
+    "ops": {
+        "rating_uncertainty": {"config": {"resamples": 20, "shuffles": 2}},
+        "upload_ledger": {"config": {"rerate": True}},
+    },
+}
+
+
+def plan(daemon, benchmark: str, agent: str, budget: int) -> pd.DataFrame:
+    """`agielo plan` in-process: the plan_placement job, then the plan file it wrote."""
+    config = {**QUIET, "ops": {"placement_plans": {"config": {"agent": agent, "budget": budget}}}}
+    job = daemon.defs.resolve_job_def("plan_placement")
+    result = job.execute_in_process(run_config=config, instance=daemon.instance, partition_key=benchmark)
+    assert result.success
+    return pd.read_csv(f"{daemon.storage.root}/plans/{benchmark}/{agent}.csv")
+
+
+def failures(result: dg.ExecuteInProcessResult) -> list[str]:
+    return [f"{e.step_key}: {e.step_failure_data.error.message}" for e in result.all_events if e.is_step_failure]
+
+
+def test_the_nightly_job_and_schedule_rate_a_benchmark_with_a_provisional_agent(daemon, root):
+    matches = write_benchmark(root, "quiz", [1200, 1450, 1700, 1950], test_cases=80)
+    daemon.settle()
+    planned = plan(daemon, "quiz", "newcomer", 12)
+    rows = matches[(matches["agent_id"] == "agent_2") & matches["test_case_id"].isin(planned["test_case_id"])]
+    write_log(root, "quiz", "newcomer", rows.rename(columns={"metric": "correct"})[["test_case_id", "correct"]])
+    daemon.settle()
+    agents = pd.read_parquet(root / "warehouse/agent_ratings/quiz.parquet").set_index("agent_id")
+    assert bool(agents.loc["newcomer", "provisional"]) and pd.isna(agents.loc["newcomer", "rank"])
+
+    job = daemon.defs.resolve_job_def("rate_benchmarks_nightly")
+    result = job.execute_in_process(run_config=NIGHTLY, instance=daemon.instance, partition_key="quiz", raise_on_error=False)
+    assert result.success, failures(result)
+    comparison = pd.read_parquet(root / "warehouse/estimator_comparison/quiz.parquet")
+    assert len(comparison) == 6 and comparison["kendall_tau"].notna().all()  # among the 4 jointly rated agents
+    ranks = result.asset_materializations_for_node("estimator_comparison")[0].metadata["ranks_by_method"].value
+    assert "newcomer" not in {r.data["agent_id"] for r in ranks.records}
+
+    # the schedule's requests, as the daemon would run them
+    context = dg.build_schedule_context(instance=daemon.instance, scheduled_execution_time=pd.Timestamp("2026-01-02T02:00Z"))
+    requests = nightly_rerate(context)
+    assert [r.partition_key for r in requests] == ["quiz"]
+    for request in requests:
+        run = job.execute_in_process(
+            run_config=NIGHTLY, instance=daemon.instance, partition_key=request.partition_key, tags=request.tags, raise_on_error=False
+        )
+        assert run.success, failures(run)
