@@ -57,3 +57,19 @@ def test_the_nightly_job_and_schedule_rate_a_benchmark_with_a_provisional_agent(
             run_config=NIGHTLY, instance=daemon.instance, partition_key=request.partition_key, tags=request.tags, raise_on_error=False
         )
         assert run.success, failures(run)
+
+
+def test_a_tag_file_of_unknown_test_cases_is_named_and_the_run_completes(daemon, root):
+    write_benchmark(root, "quiz", [1200, 1500, 1800], test_cases=40)
+    pd.DataFrame({"test_case_id": [f"Q{i}" for i in range(30)], "subject": ["math"] * 30}).to_csv(
+        root / "raw/quiz/test_cases.csv", index=False
+    )
+    runs = daemon.settle()
+    assert runs and all(r.success for r in runs), [failures(r) for r in runs]
+    assert (root / "warehouse/benchmark_reports/quiz.parquet").exists()
+    assert (root / "warehouse/explorer/quiz.html").exists()
+    assert pd.read_parquet(root / "warehouse/slice_ratings/quiz.parquet").empty
+    tags = daemon.instance.fetch_materializations(dg.AssetKey("test_case_tags"), limit=1).records[0].asset_materialization
+    warning = tags.metadata["tag_warning"].value
+    assert "raw/quiz/test_cases.csv" in warning and "none of its 30 test-case ids" in warning and "tags_known_test_cases" in warning
+    assert tags.metadata["tagged_test_cases_rated"].value == 0
