@@ -27,7 +27,15 @@ def plan(daemon, benchmark: str, agent: str, budget: int) -> pd.DataFrame:
 
 
 def failures(result: dg.ExecuteInProcessResult) -> list[str]:
-    return [f"{e.step_key}: {e.step_failure_data.error.message}" for e in result.all_events if e.is_step_failure]
+    """Each failed step and the error under Dagster's wrapper."""
+    out = []
+    for event in result.all_events:
+        if event.is_step_failure:
+            error = event.step_failure_data.error
+            while error.cause is not None:
+                error = error.cause
+            out.append(f"{event.step_key}: {error.message.strip()}")
+    return out
 
 
 def test_the_nightly_job_and_schedule_rate_a_benchmark_with_a_provisional_agent(daemon, root):
@@ -73,3 +81,22 @@ def test_a_tag_file_of_unknown_test_cases_is_named_and_the_run_completes(daemon,
     warning = tags.metadata["tag_warning"].value
     assert "raw/quiz/test_cases.csv" in warning and "none of its 30 test-case ids" in warning and "tags_known_test_cases" in warning
     assert tags.metadata["tagged_test_cases_rated"].value == 0
+
+
+def test_figures_of_extreme_graded_values_one_full_and_several_partial_uploads(daemon, root):
+    """The full upload scores the top of a 0..1e300 range everywhere: its rating runs so far above the test cases'
+    that every match falls outside the calibration bins (an empty calibration table)."""
+    folder = root / "raw/huge"
+    folder.mkdir(parents=True)
+    (folder / "benchmark.yaml").write_text("metric: value\nscoring: minmax\nparams: {lo: 0, hi: 1.0e+300}\n")
+    rng = np.random.default_rng(3)
+    ids = [f"t{i:04d}" for i in range(1500)]
+    pd.DataFrame({"test_case_id": ids, "value": 1.0e300}).to_csv(folder / "full.csv", index=False)
+    for k in range(3):
+        chosen = rng.choice(ids, 20, replace=False)
+        pd.DataFrame({"test_case_id": chosen, "value": rng.random(20) * 1e300}).to_csv(folder / f"part_{k}.csv", index=False)
+    runs = daemon.settle()
+    assert runs and all(r.success for r in runs), [failures(r) for r in runs]
+    assert (root / "warehouse/benchmark_reports/huge.parquet").exists() and (root / "warehouse/explorer/huge.html").exists()
+    agents = pd.read_parquet(root / "warehouse/agent_ratings/huge.parquet")
+    assert set(agents["agent_id"]) == {"full", "part_0", "part_1", "part_2"}
