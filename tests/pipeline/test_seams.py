@@ -6,7 +6,7 @@ import pandas as pd
 
 from agielo_dagster.schedules import nightly_rerate
 
-from .conftest import QUIET, write_benchmark, write_log
+from .conftest import QUIET, failures, write_benchmark, write_log
 
 NIGHTLY = {
     **QUIET,
@@ -24,18 +24,6 @@ def plan(daemon, benchmark: str, agent: str, budget: int) -> pd.DataFrame:
     result = job.execute_in_process(run_config=config, instance=daemon.instance, partition_key=benchmark)
     assert result.success
     return pd.read_csv(f"{daemon.storage.root}/plans/{benchmark}/{agent}.csv")
-
-
-def failures(result: dg.ExecuteInProcessResult) -> list[str]:
-    """Each failed step and the error under Dagster's wrapper."""
-    out = []
-    for event in result.all_events:
-        if event.is_step_failure:
-            error = event.step_failure_data.error
-            while error.cause is not None:
-                error = error.cause
-            out.append(f"{event.step_key}: {error.message.strip()}")
-    return out
 
 
 def test_the_nightly_job_and_schedule_rate_a_benchmark_with_a_provisional_agent(daemon, root):
