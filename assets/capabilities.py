@@ -9,6 +9,7 @@ Benchmarks without tags get empty tables.
 import dagster as dg
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 from agielo_dagster.resources.storage import ObjectStorage
 
 from agielo_dagster.domain.layout import accepted_path
@@ -40,6 +41,31 @@ def benchmark_tags(storage: ObjectStorage, benchmark: str) -> pa.Table | None:
     if from_metadata is not None and from_metadata.num_columns < 2:
         from_metadata = None
     return merge_tags(read_tag_file(store, benchmark), from_metadata)
+
+
+TAGS_KNOWN_RULE = "tags_known_test_cases"
+
+
+def tag_coverage(tags: pa.Table, test_case_ratings: pa.Table, source: str) -> dict:
+    """How many tagged test cases the benchmark rates; a ``tag_warning`` naming the rule when some or all are unknown.
+
+    Tags of unknown test cases are kept (an upload may rate them later) but tag nothing: with none known,
+    the benchmark has no slices, which the warning says instead of leaving the tag file silently unused.
+    """
+    if tags.num_rows == 0 or tags.num_columns < 2:
+        return {}
+    ids = pc.unique(tags.column("test_case_id").cast(pa.string()))
+    known = pc.is_in(ids, value_set=pc.unique(test_case_ratings.column("test_case_id").cast(pa.string())))
+    rated = int(pc.sum(known).as_py() or 0)
+    out: dict = {"tagged_test_cases": len(ids), "tagged_test_cases_rated": rated}
+    if rated < len(ids):
+        examples = ", ".join(repr(v) for v in ids.filter(pc.invert(known)).slice(0, 3).to_pylist())
+        if rated == 0:
+            what = f"none of its {len(ids)} test-case ids is rated in this benchmark (e.g. {examples}): no slices"
+        else:
+            what = f"{len(ids) - rated} of its {len(ids)} test-case ids are not rated in this benchmark (e.g. {examples})"
+        out["tag_warning"] = f"{source}: {what} (rule: {TAGS_KNOWN_RULE})"
+    return out
 
 
 @dg.multi_asset(
@@ -74,10 +100,15 @@ def capabilities(context: dg.AssetExecutionContext, storage: ObjectStorage, matc
     digest = digest_of(test_case_ratings)
     with retried_on_storage_errors(context):
         tags = benchmark_tags(storage, benchmark)
+        ledger = read_ledger(storage.store, benchmark)
+    tag_file = ledger.tag_file if ledger else None
     common = {"inputs_digest": digest, "code_version": CODE_VERSION}
     if tags is None:
         tags = pa.table({"test_case_id": pa.array([], pa.string())})
-    yield dg.Output(tags, "test_case_tags", metadata=common | {"tags": ", ".join(tags.column_names[1:]) or "none"})
+    coverage = tag_coverage(tags, test_case_ratings, tag_file["path"] if tag_file else "the uploads' tag metadata")
+    if coverage.get("tag_warning"):
+        context.log.warning(coverage["tag_warning"])
+    yield dg.Output(tags, "test_case_tags", metadata=common | {"tags": ", ".join(tags.column_names[1:]) or "none"} | coverage)
 
     slices = pd.DataFrame(columns=SLICE_COLUMNS)
     if tags.num_columns > 1 and tags.num_rows:

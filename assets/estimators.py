@@ -41,11 +41,12 @@ def _nightly(description: str) -> dict:
 @dg.asset(
     ins={
         "match_tables": dg.AssetIn(metadata={"columns": ENGINE_COLUMNS, "pandas": True}),
-        "agent_ratings": dg.AssetIn(metadata={"columns": ["agent_id", "mu"], "pandas": True}),
+        "agent_ratings": dg.AssetIn(metadata={"columns": ["agent_id", "mu", "rank"], "pandas": True}),
     },
     **_nightly(
         "AGI-Elo against Plackett-Luce (ONEBench), Rasch (1PL IRT) and the mean metric: Kendall τ, Spearman ρ "
-        "and top-k agreement of the agent rankings, per pair of methods. Materialized nightly."
+        "and top-k agreement of the agent rankings, per pair of methods, among the agents with a rank (jointly "
+        "rated in the main component; provisional, disconnected and unplaced agents are left out). Materialized nightly."
     ),
 )
 def estimator_comparison(
@@ -55,9 +56,13 @@ def estimator_comparison(
 
     from agielo_dagster.rating import plackett_luce, rasch
 
-    # the jointly rated agents: provisional and unplaced ones are not in the match table the other methods fit
-    joint = agent_ratings.set_index(agent_ratings["agent_id"].astype(str))["mu"]
-    ratings = pd.DataFrame({"agielo": joint[joint.index.isin(match_tables["agent_id"].astype(str).unique())]})
+    # only agents with a rank are compared: a provisional, disconnected or unplaced agent has none (and no
+    # matches in the joint table, or only in another component), so the other methods cannot rank it beside them
+    ranked = agent_ratings[agent_ratings["rank"].notna()].astype({"agent_id": str})
+    keep = match_tables["agent_id"].astype(str).isin(set(ranked["agent_id"]))
+    if not keep.all():
+        match_tables = match_tables[keep].assign(agent_id=lambda m: m["agent_id"].astype(str))
+    ratings = pd.DataFrame({"agielo": ranked.set_index("agent_id")["mu"]})
     ratings["plackett_luce"] = plackett_luce(match_tables, alpha=0.1).set_index("agent_id")["rating"]
     ratings["rasch"] = rasch(match_tables)[0].set_index("agent_id")["rating"]
     ratings["mean_metric"] = match_tables.groupby("agent_id", observed=True)["score"].mean()
@@ -76,12 +81,14 @@ def estimator_comparison(
             }
         )
     table = pd.DataFrame(rows)
-    ranks = ratings.rank(ascending=False).astype(int).sort_values("agielo")
+    ranks = ratings.rank(ascending=False, method="min").astype("Int64").sort_values("agielo")
     context.add_output_metadata(
         {
             "agreement": frame_table(table, list(table.columns), digits=3),
             "ranks_by_method": frame_table(ranks.reset_index(names="agent_id"), ["agent_id", *ranks.columns]),
-            "min_kendall_tau": float(table["kendall_tau"].min()),
+            "min_kendall_tau": float(table["kendall_tau"].min()) if len(table) else float("nan"),
+            "agents_compared": len(ratings),
+            "agents_left_out": len(agent_ratings) - len(ranked),
         }
     )
     return table

@@ -58,6 +58,18 @@ def test_every_figure_is_drawn_with_labelled_axes(rated):
     )
 
 
+def test_calibration_with_every_match_outside_the_bins_is_drawn_and_says_so():
+    """An agent that wins all 1,500 matches rates ~1,200 above every test case: no match falls in a bin."""
+    ids = [f"t{i}" for i in range(1500)]
+    matches = pd.DataFrame({"test_case_id": ids, "agent_id": "full", "metric": 1.0, "score": 1.0})
+    result = rate(matches, shuffles=2)
+    binned = binned_calibration(matches, result.test_cases, result.agents)
+    assert len(binned) == 0
+    fig = figures.calibration(binned)
+    assert figures.to_png(fig).startswith(b"\x89PNG")
+    assert "no match within the binned rating differences" in [t.get_text() for t in fig.axes[0].texts]
+
+
 def test_the_same_figure_gives_the_same_bytes(rated):
     _, result, gaps = rated
     assert figures.to_png(figures.competency_gap(gaps)) == figures.to_png(figures.competency_gap(gaps))

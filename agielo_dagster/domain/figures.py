@@ -43,8 +43,9 @@ def to_png(fig: Figure) -> bytes:
 
 
 def _agent_colors(n: int):
+    """``n`` colours (none for no agent: zipped strictly with the agents drawn)."""
     cmap = matplotlib.colormaps["viridis"]
-    return [cmap(x) for x in np.linspace(0.05, 0.9, max(n, 1))]
+    return [cmap(x) for x in np.linspace(0.05, 0.9, n)]
 
 
 def spaced_labels(positions: np.ndarray, min_gap: float, max_labels: int = MAX_LABELS) -> list[int]:
@@ -208,7 +209,7 @@ def calibration(binned: pd.DataFrame, *, title: str = "") -> Figure:
                 color=color,
                 alpha=0.7,
             )
-    else:
+    elif len(agents):
         weight = binned["matches"]
         pooled = (
             binned.assign(d=binned["mean_rating_diff"] * weight, s=binned["empirical_score"] * weight)
@@ -222,6 +223,8 @@ def calibration(binned: pd.DataFrame, *, title: str = "") -> Figure:
             color="#c60",
             label=f"all {len(agents)} agents, pooled",
         )
+    if not agents:  # e.g. an agent that wins every match by far: every rating difference beyond the bins
+        ax.text(0, 0.5, "no match within the binned rating differences", ha="center", va="center", fontsize=9, color="#555")
     ax.set_xlabel("agent rating − test-case rating")
     ax.set_ylabel("score (empirical dots, predicted line)")
     ax.set_xlim(-1250, 1150)

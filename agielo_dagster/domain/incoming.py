@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from .contract import IngestError
-from .harness import DerivedUpload, HarnessResult, drops_of, merge_specs, read_drop
+from .harness import DerivedUpload, HarnessResult, drops_of, merge_specs, read_drop, reader_environment
 from .layout import INCOMING_LEDGER, derived_path, derived_spec_path
 from .ledger import cached_versions, write_fingerprints
 from .store import StorageError, Store, StoredFile, parquet_bytes
@@ -62,11 +62,21 @@ def read_incoming(store: Store) -> list[dict]:
 
 
 def _drops(store: Store, listing: list[StoredFile]) -> dict[tuple[str, str], tuple[list[str], str]]:
-    """(harness, drop) → (paths, digest of the files' versions)."""
+    """(harness, drop) → (paths, digest of the files' versions and of the reader's optional packages).
+
+    The optional packages (:func:`reader_environment`) are in the digest so that an outcome caused by the
+    environment (``inspect_not_installed``) is not kept as if it were the file's: installing or upgrading
+    the package makes the drop new again, and the next run reads it.
+    """
     version = {f.path: f.version for f in listing}
+    environments: dict[str, str] = {}
     out = {}
     for drop, paths in drops_of([f.path for f in listing if not f.symlink]).items():
+        if drop.harness not in environments:
+            environments[drop.harness] = reader_environment(drop.harness)
         text = "\n".join(f"{p}\0{version[p]}" for p in paths)
+        if environments[drop.harness]:
+            text += f"\n\0environment\0{environments[drop.harness]}"
         out[(drop.harness, drop.drop)] = (paths, "sha256:" + hashlib.sha256(text.encode()).hexdigest()[:16])
     return out
 

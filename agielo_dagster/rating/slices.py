@@ -69,7 +69,7 @@ def slice_test_cases(tags: Any, *, known: Any = None) -> pd.DataFrame:
         if column["value"].map(_is_list).any():
             column["value"] = column["value"].map(lambda v: list(v) if _is_list(v) else ([] if _missing(v) else [v]))
             column = column.explode("value")
-        column = column[~column["value"].map(_missing)]
+        column = column[~column["value"].map(_missing).astype(bool).to_numpy()]  # a mask even when empty
         column["value"] = column["value"].astype(str)
         frames.append(column.assign(tag=str(tag)).drop_duplicates(["value", "test_case_id"]))
     if not frames:

@@ -3,7 +3,9 @@
 Logs are the real tools' (the session fixtures of conftest.py run lm-eval and Inspect offline).
 """
 
+import json
 import shutil
+import sys
 
 import dagster as dg
 import pandas as pd
@@ -11,6 +13,7 @@ import pytest
 from agielo_dagster.resources.storage import ObjectStorage
 
 from agielo_dagster.cli import RunSummary, print_summary
+from agielo_dagster.domain.incoming import read_incoming
 
 from ..pipeline.conftest import Daemon
 
@@ -114,3 +117,23 @@ def test_inspect_logs_are_rated(pipeline, inspect_logs):
     assert benchmarks, "no benchmark rated from the Inspect logs"
     for benchmark in benchmarks:
         assert len(read(root, "agent_ratings", benchmark)) == 2  # alpha and beta
+
+
+def test_a_log_refused_for_a_missing_optional_dependency_is_read_once_it_is_installed(pipeline, inspect_logs, monkeypatch):
+    """The outcome came from the environment, not the file: installing inspect-ai re-reads the same bytes."""
+    root, daemon = pipeline
+    with monkeypatch.context() as absent:
+        for module in ("inspect_ai", "inspect_ai.log"):  # as if the optional dependency were not installed
+            absent.setitem(sys.modules, module, None)
+        shutil.copytree(inspect_logs / "logs", root / "incoming/inspect/logs")
+        daemon.settle()
+        errors = [e for r in read_incoming(daemon.storage.store) for e in json.loads(r["errors"])]
+        assert errors and {e["rule"] for e in errors} == {"inspect_not_installed"}
+        assert not benchmarks_of(root)
+    # "pip install 'agielo-dagster[harness]'": the same files, now readable; the sensor sees it without a file change
+    assert daemon.sensor_tick(execute=False).run_requests
+    daemon.settle()
+    assert not [e for r in read_incoming(daemon.storage.store) for e in json.loads(r["errors"])]
+    benchmarks = benchmarks_of(root)
+    assert benchmarks and all(len(read(root, "agent_ratings", b)) == 2 for b in benchmarks)
+    assert not daemon.sensor_tick().run_requests  # settled: not read again while the environment stays

@@ -38,6 +38,18 @@ def write_log(root: Path, benchmark: str, agent: str, frame: pd.DataFrame) -> Pa
     return path
 
 
+def failures(result: dg.ExecuteInProcessResult) -> list[str]:
+    """Each failed step of a run, ``job step: message`` with the error under Dagster's wrapper."""
+    out = []
+    for event in result.all_events:
+        if event.is_step_failure:
+            error = event.step_failure_data.error
+            while error.cause is not None:
+                error = error.cause
+            out.append(f"{result.dagster_run.job_name} {event.step_key}: {error.message.strip()}")
+    return out
+
+
 class Daemon:
     """Plays the Dagster daemon in-process: sensor ticks, and the runs they request executed here."""
 

@@ -95,6 +95,14 @@ def test_slice_members_explode_multi_valued_tags():
     assert sorted(map(tuple, members.to_numpy())) == [("abilities", "x", "a"), ("abilities", "y", "a"), ("kind", "k", "a")]
 
 
+def test_tags_of_unknown_test_cases_make_no_slices(benchmark):
+    matches, result, _ = benchmark
+    unknown = pd.DataFrame({"test_case_id": ["X1", "X2"], "subject": ["math", "code"], "abilities": [["x"], ["y"]]})
+    members = slice_test_cases(unknown, known=["tc000"])
+    assert members.empty and list(members.columns) == ["tag", "value", "test_case_id"]
+    assert slice_ratings(matches, result.test_cases, unknown, shuffles=1).empty
+
+
 def test_query_ranking_orders_the_agents_with_intervals(benchmark):
     matches, _, tags = benchmark
     math_ids = tags.loc[tags["subject"] == "math", "test_case_id"]

@@ -58,6 +58,9 @@ and the line; an Inspect error the sample (id and epoch, or its member ``samples
 
 from __future__ import annotations
 
+import importlib.metadata
+import importlib.util
+import sys
 from collections.abc import Sequence
 
 from ..contract import MAX_LOG_BYTES
@@ -95,10 +98,37 @@ __all__ = [
     "read_helm",
     "read_inspect",
     "read_lm_eval",
+    "reader_environment",
     "safe_name",
 ]
 
 READERS = {"lm-eval": read_lm_eval, "inspect": read_inspect, "helm": read_helm, "eee": read_eee}
+
+# the optional packages a reader needs (module, distribution): their presence and version are part of
+# what a drop's outcome depends on, beside its bytes
+OPTIONAL_PACKAGES = {"inspect": (("inspect_ai", "inspect-ai"),)}
+
+
+def reader_environment(harness: str) -> str:
+    """The optional packages the harness's reader needs, each ``name version`` or ``name absent`` ('' when none).
+
+    A drop's outcome is reused only while its files *and* this stay the same: a log refused as
+    ``inspect_not_installed`` is read again once inspect-ai is installed (or upgraded). Nothing is imported.
+    """
+    parts = []
+    for module, distribution in OPTIONAL_PACKAGES.get(harness, ()):
+        try:
+            present = sys.modules.get(module, True) is not None and importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):
+            present = False
+        version = "absent"
+        if present:
+            try:
+                version = importlib.metadata.version(distribution)
+            except importlib.metadata.PackageNotFoundError:
+                version = "present"
+        parts.append(f"{module} {version}")
+    return ", ".join(parts)
 
 
 def read_drop(harness: str, paths: Sequence[str], read: Reader, *, max_bytes: int = MAX_LOG_BYTES) -> HarnessResult:
