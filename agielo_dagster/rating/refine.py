@@ -40,6 +40,7 @@ passes for the test cases. Benchmarks of more than ``MAX_AGENTS`` agents keep th
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 
 import numba
@@ -47,7 +48,12 @@ import numpy as np
 
 from ._kernels import Q, group_by
 
-__all__ = ["MAX_AGENTS", "RefinedRatings", "refine_ratings"]
+__all__ = ["MAX_AGENTS", "RefinedRatings", "RefinementSkippedWarning", "refine_ratings"]
+
+
+class RefinementSkippedWarning(UserWarning):
+    """``refine=True`` was asked for a benchmark too wide for it: the Glicko ratings are kept."""
+
 
 MAX_AGENTS = 2048
 """Above this many agents the refinement is skipped (n_a × n_a matrices of 32 MiB each)."""
@@ -315,6 +321,13 @@ def refine_ratings(
     """
     n_a = m.n_agents
     n_components = int(agent_component.max(initial=-1)) + 1
+    if n_a > MAX_AGENTS:
+        warnings.warn(
+            f"refine: {n_a:,} agents is more than {MAX_AGENTS:,} (n_a x n_a matrices): the Glicko ratings and "
+            "intervals are kept, not refined",
+            RefinementSkippedWarning,
+            stacklevel=4,
+        )
     if n_a > MAX_AGENTS or len(m) == 0:
         return RefinedRatings(
             agent_mu.copy(), np.full(n_a, np.nan), test_case_mu.copy(), test_case_sigma.copy(), np.zeros(n_a, bool), 0
