@@ -608,10 +608,13 @@ class RatingResult:
 
         - ``mu``: the mean over the orders; ``sigma``: the standard deviation of the mixture
           of the orders' Glicko posteriors, √(mean σ² + variance of μ across orders);
-        - ``mu_order_sd``: the spread of μ across the orders (NaN with a single order);
+          refined (``refine=True``): the joint
+          refinement's rating and its standard error relative to the component's mean
+          (:mod:`agielo_dagster.rating.refine`);
+        - ``mu_order_sd``: the spread of the Glicko μ across the orders (NaN with a single order);
         - ``mu_lo, mu_hi``: the ``level`` interval (95 % by default) accounting for the
           match order and for the sampling of test cases (see
-          :mod:`agielo_dagster.rating.intervals`);
+          :mod:`agielo_dagster.rating.intervals`); refined: μ ± z·``sigma``;
         - ``rank``: 1 + the number of agents of the same component whose interval lies
           entirely above this one (agents no interval separates share a rank, as LMArena
           ranks by confidence interval); ``rank_lo`` (= ``rank``) and ``rank_hi``: the best
@@ -668,6 +671,7 @@ def rate(
     with_reliability: bool = True,
     level: float = DEFAULT_LEVEL,
     workers: int | None = None,
+    refine: bool = False,
 ) -> RatingResult:
     """Rate every test case and agent of a match table with sequential Glicko-1, over several match orders.
 
@@ -697,6 +701,13 @@ def rate(
         Confidence level of ``mu_lo, mu_hi`` and of the ranks.
     workers : int
         Threads for the orders and the reliability (default: the cores available).
+    refine : bool
+        Replace the Glicko ratings and intervals by the joint refinement of
+        :mod:`agielo_dagster.rating.refine`: an unbiased scale and calibrated intervals at any
+        spread of the agents, dense or sparse, binary or graded. Off by default: newcomers placed
+        by :func:`place_agents` (provisional uploads, slices, adaptive selection) land on the Glicko
+        scale, 65 Elo from the refined ratings on average on the digits demo (README, "Intervals
+        and ranks you can publish").
 
     Returns
     -------
@@ -723,6 +734,7 @@ def rate(
         with_reliability=with_reliability,
         level=level,
         workers=workers,
+        refine=refine,
     )
     return rate_encoded(encode_matches(matches), settings)
 
@@ -743,6 +755,7 @@ def rate_encoded(m: Matches, settings: dict, *, warn: bool = True) -> RatingResu
     seed, shuffle, shuffles, level = settings["seed"], settings["shuffle"], settings["shuffles"], settings["level"]
     init_mu, init_sigma, workers = settings["init_mu"], settings["init_sigma"], settings["workers"]
     with_reliability = settings["with_reliability"]
+    refine = bool(settings["refine"])
     snapshot_fractions, test_case_snapshot_fractions = settings["snapshot_fractions"], settings["test_case_snapshot_fractions"]
     fractions = _check_fractions(snapshot_fractions, "snapshot_fractions")
     tc_fractions = _check_fractions(test_case_snapshot_fractions, "test_case_snapshot_fractions")
@@ -768,6 +781,17 @@ def rate_encoded(m: Matches, settings: dict, *, warn: bool = True) -> RatingResu
         a_mean_metric, t_mean_metric = a_metric / a_n, t_metric / t_n
 
         _, lo, hi = agent_intervals(m, a_mu, a_sig, t_mu, t_sig, order_variance(a_mu_k), level)
+        # --- refinement hook (rating/refine.py): the joint fit replaces the Glicko ratings and intervals
+        if refine:
+            from .refine import refine_ratings
+
+            r = refine_ratings(m, a_mu, t_mu, t_sig, a_comp, t_comp, init_mu=float(init_mu), init_sigma=float(init_sigma))
+            z = z_of(level)
+            a_mu, t_mu, t_sig = r.agent_mu, r.test_case_mu, r.test_case_sigma
+            a_sig = np.where(r.refined, r.agent_se, a_sig)
+            lo = np.where(r.refined, a_mu - z * r.agent_se, lo)
+            hi = np.where(r.refined, a_mu + z * r.agent_se, hi)
+        # --- end of the refinement hook
         rank, rank_lo, rank_hi = interval_ranks(lo, hi, a_comp)
         agents = pd.DataFrame(
             {
@@ -847,6 +871,7 @@ def rate_encoded(m: Matches, settings: dict, *, warn: bool = True) -> RatingResu
         test_case_snapshot_fractions=tuple(tc_fractions.tolist()),
         shuffles=shuffles,
         level=level,
+        refine=bool(refine),
     )
     flav = m.flavour
     return RatingResult(

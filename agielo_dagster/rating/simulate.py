@@ -26,8 +26,9 @@ def simulate_matches(
         True ratings; test case ``i`` is named ``tc_{i}``, agent ``j`` ``agent_{j}``.
     seed : int
         Seed of the outcomes (and of the subset kept when ``coverage < 1``).
-    outcome : {"binary", "expected"}
-        ``binary`` draws S ~ Bernoulli(E[S]); ``expected`` uses S = E[S] itself.
+    outcome : {"binary", "graded", "expected"}
+        ``binary`` draws S ~ Bernoulli(E[S]); ``graded`` draws S ~ Binomial(4, E[S]) / 4 (partial
+        credit in quarters, mean E[S]); ``expected`` uses S = E[S] itself.
     coverage : float
         Share of the (agent, test case) pairs kept, at random.
 
@@ -47,10 +48,12 @@ def simulate_matches(
     p = 1.0 / (1.0 + 10.0 ** ((t_true[t_idx] - a_true[a_idx]) / 400.0))
     if outcome == "binary":
         score = (rng.random(len(p)) < p).astype(np.float64)
+    elif outcome == "graded":
+        score = rng.binomial(4, p) / 4.0
     elif outcome == "expected":
         score = p
     else:
-        raise ValueError(f"outcome must be 'binary' or 'expected', got {outcome!r}")
+        raise ValueError(f"outcome must be 'binary', 'graded' or 'expected', got {outcome!r}")
     width_t, width_a = len(str(max(len(t_true) - 1, 0))), len(str(max(len(a_true) - 1, 0)))
     t_names = np.array([f"tc_{i:0{width_t}d}" for i in range(len(t_true))], dtype=object)
     a_names = np.array([f"agent_{j:0{width_a}d}" for j in range(len(a_true))], dtype=object)
