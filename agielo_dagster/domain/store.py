@@ -15,6 +15,7 @@ import functools
 import hashlib
 import os
 import posixpath
+import socket
 import time
 import uuid
 from collections.abc import Mapping
@@ -453,7 +454,7 @@ class Store:
             return
         folder = posixpath.dirname(full)
         os.makedirs(folder, exist_ok=True)
-        tmp = posixpath.join(folder, f".{posixpath.basename(full)}.{uuid.uuid4().hex}{TEMP_SUFFIX}")
+        tmp = posixpath.join(folder, f".{posixpath.basename(full)}.{_host_tag()}-{os.getpid()}-{uuid.uuid4().hex}{TEMP_SUFFIX}")
         try:
             with open(tmp, "wb") as f:
                 f.write(data)
@@ -493,7 +494,9 @@ class Store:
     def remove_temporaries(self, folder: str, *, older_than_seconds: float = 600.0) -> list[str]:
         """Remove leftover temporary files (a crash inside a write) under a local folder; returns their paths.
 
-        Only files older than ``older_than_seconds`` go, so a write still in flight elsewhere is left alone.
+        A temporary file names its writer (host and process): one whose writer on this host has exited
+        goes at once, so a run right after a kill finds the folder clean. Any other goes only when older
+        than ``older_than_seconds``, so a write still in flight elsewhere is left alone.
         """
         if not self.is_local:
             return []  # S3 writes are single PUTs: nothing is left behind
@@ -505,12 +508,31 @@ class Store:
                 if name.startswith(".") and name.endswith(TEMP_SUFFIX):
                     path = os.path.join(dirpath, name)
                     try:
-                        if os.lstat(path).st_mtime < cutoff:
+                        if _writer_has_exited(name) or os.lstat(path).st_mtime < cutoff:
                             os.remove(path)
                             removed.append(self._relative(path))
                     except FileNotFoundError:
                         continue
         return removed
+
+
+@functools.cache
+def _host_tag() -> str:
+    return hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+
+
+def _writer_has_exited(name: str) -> bool:
+    """Whether a temporary file's writer ran on this host and has exited (its pid is gone)."""
+    parts = name.removesuffix(TEMP_SUFFIX).rsplit(".", 1)[-1].split("-")
+    if len(parts) != 3 or parts[0] != _host_tag() or not parts[1].isdigit():
+        return False  # another host, or a name from before writers were named: only age tells
+    try:
+        os.kill(int(parts[1]), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
 
 
 def content_version(data: bytes) -> str:

@@ -5,6 +5,7 @@ import io
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from agielo_dagster.domain import store as store_module
 from agielo_dagster.domain.store import Store
 
 
@@ -30,3 +31,32 @@ def test_where_keeps_the_matching_rows_of_every_row_group(tmp_path):
     both = store.read_table("warehouse/snap.parquet", columns=["mu"], where={"kind": "agent", "id": "x25"})
     assert both.column("mu").to_pylist() == [25.0]  # every condition holds, not only the first
     assert store.read_table("warehouse/snap.parquet").num_rows == len(kinds)  # no filter: everything
+
+
+def test_a_killed_writers_temporary_file_is_removed_at_once_others_by_age(tmp_path):
+    """A run right after a kill finds no leftover of the killed writer; a live writer's file stays until it is old."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    store = Store(root=str(tmp_path))
+    folder = tmp_path / "warehouse" / "agent_ratings"
+    folder.mkdir(parents=True)
+    host = store_module._host_tag()
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=True)
+    killed = folder / f".quiz.parquet.{host}-{dead.stdout.strip()}-0123abcd.tmp"
+    alive = folder / f".quiz.parquet.{host}-{os.getpid()}-4567ef01.tmp"
+    elsewhere = folder / ".quiz.parquet.ffffffff-1-89abcdef.tmp"
+    unnamed = folder / ".quiz.parquet.0123456789abcdef.tmp"  # written before writers were named
+    for path in (killed, alive, elsewhere, unnamed):
+        path.write_bytes(b"half a parquet file")
+    assert store.remove_temporaries("warehouse") == ["warehouse/agent_ratings/" + killed.name]
+    old = time.time() - 3600
+    for path in (alive, elsewhere, unnamed):
+        os.utime(path, (old, old))
+    assert sorted(store.remove_temporaries("warehouse")) == sorted(
+        f"warehouse/agent_ratings/{p.name}" for p in (alive, elsewhere, unnamed)
+    )
+    store.write_bytes("warehouse/agent_ratings/quiz.parquet", b"data")
+    assert [p.name for p in folder.iterdir()] == ["quiz.parquet"]
