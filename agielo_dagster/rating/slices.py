@@ -20,6 +20,7 @@ import pandas as pd
 
 from .frames import Matches, MatchTableError, encode_matches, flavour_of, require_columns, to_flavour, to_pandas
 from .glicko import DEFAULT_SHUFFLES, place_agents
+from .graph import warn_disconnected
 from .intervals import interval_ranks, z_of
 
 __all__ = ["SLICE_COLUMNS", "query_ranking", "slice_ratings", "slice_test_cases"]
@@ -240,6 +241,8 @@ def query_ranking(
     if "benchmark" in frame.columns:
         frame = frame.assign(test_case_id=frame["benchmark"].astype(str) + "\x1f" + frame["test_case_id"].astype(str))
     m: Matches = encode_matches(frame[["test_case_id", "agent_id", "metric", "score"]], "selected match table")
+    if alpha > 0:  # without pseudo-wins a disconnected graph is an error (rule comparisons_connected)
+        warn_disconnected(m, "query_ranking")
     if m.n_agents < 2:
         raise MatchTableError(
             f"the selection measures {m.n_agents} agent(s); a ranking needs at least 2 (rule: query_agents)", rule="query_agents"

@@ -133,8 +133,13 @@ def plackett_luce(
         ``comparisons`` (pairwise comparisons the agent took part in), best first.
     """
     from ..frames import flavour_of
+    from ..graph import warn_disconnected
 
-    wins, agent_ids = pairwise_wins(matches, by=by, higher_is_better=higher_is_better)
+    m = encode_matches(matches)
+    check_ordering(by, higher_is_better)
+    if alpha > 0:  # without pseudo-wins a disconnected graph is an error (rule comparisons_connected)
+        warn_disconnected(m, "plackett_luce")
+    wins, agent_ids = wins_of(m, by=by, higher_is_better=higher_is_better), m.agent_ids
     theta = bradley_terry_mle(wins, alpha=alpha)
     rating = theta * LOGIT_TO_ELO
     if reference_agent is None:
