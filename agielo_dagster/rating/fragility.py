@@ -21,7 +21,9 @@ Two methods:
   −(Sₜ − Eₜ) / (q Σ E(1 − E)) (q = ln 10 / 400). Removing the test cases in order of their effect on
   μ_leader − μ_challenger, the prefix that closes the gap is re-rated for real, and lengthened (or
   shortened) until the re-rated leader changes. The answer is verified, so it is an upper bound on
-  the exact one: removing those test cases does change who is first; fewer might.
+  the exact one: removing those test cases does change who is first; fewer might. When no prefix
+  changes the leader, a slower fallback removes one test case at a time, re-rating and
+  re-linearizing after each (at most ``MAX_STEPS``).
   ``tests/rating/test_fragility.py`` compares both methods on small simulated benchmarks.
 """
 
@@ -40,6 +42,8 @@ from .frames import Matches, MatchTableError, encode_matches
 __all__ = ["Fragility", "fragility_of_first"]
 
 Q = math.log(10.0) / 400.0
+MAX_STEPS = 60
+"""Re-ratings the one-at-a-time fallback may spend (one per test case removed)."""
 
 
 @dataclass(frozen=True)
@@ -155,6 +159,8 @@ def fragility_of_first(
 
     ranked = _ranked_removals(m, a_mu, t_mu, leader, challengers)
     approx = _verified_prefix(search, ranked, leader, limit)
+    if approx is None:
+        approx = _stepwise(search, leader, challengers, min(limit, MAX_STEPS))
     upper = approx[0] if approx else limit + 1
     method = "approx"
     subsets = _subsets_below(m.n_test_cases, min(upper, limit + 1))
@@ -203,7 +209,7 @@ class _Search:
         return self.first(self.ratings(keep)[0])
 
 
-def _ranked_removals(m: Matches, a_mu, t_mu, leader: int, challengers: list[int]) -> list[np.ndarray]:
+def _ranked_removals(m: Matches, a_mu, t_mu, leader: int, challengers: list[int]) -> list[tuple[int, np.ndarray]]:
     """Per challenger, the test cases in order of the one-step change of μ_leader − μ_challenger their removal makes."""
     e = 1.0 / (1.0 + 10.0 ** ((t_mu[m.test_case] - a_mu[m.agent]) / 400.0))
     residual = m.score - e
@@ -257,6 +263,29 @@ def _verified_prefix(search: _Search, ranked, leader: int, limit: int):
         if best is None or hi < best[0]:
             best = (hi, tuple(int(t) for t in order[:hi]), flips(hi))
     return best
+
+
+def _stepwise(search: _Search, leader: int, challengers: list[int], steps: int):
+    """The fallback when no one-step prefix flips: remove one test case at a time, re-linearizing at the
+    re-rated ratings each time (the test case that most favours the leader over its closest challenger)."""
+    keep = np.ones(search.m.n_test_cases, dtype=bool)
+    removed: list[int] = []
+    for _ in range(steps):
+        a_mu, t_mu = search.ratings(keep)
+        now = search.first(a_mu)
+        if now != leader:
+            return len(removed), tuple(removed), now
+        live = search.m.subset(keep[search.m.test_case])
+        closest = max(challengers, key=lambda c: a_mu[c])
+        ((_, order),) = _ranked_removals(live, np.where(np.isfinite(a_mu), a_mu, 0.0), t_mu, leader, [closest])
+        order = [int(t) for t in order if keep[t]]
+        if not order:
+            return None
+        keep[order[0]] = False
+        removed.append(order[0])
+    a_mu, _ = search.ratings(keep)
+    now = search.first(a_mu)
+    return (len(removed), tuple(removed), now) if now != leader else None
 
 
 def _subsets_below(n: int, k: int) -> int:

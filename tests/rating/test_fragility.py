@@ -38,8 +38,9 @@ def test_the_exact_answer_is_the_smallest_set_that_changes_the_leader(seed):
 
 
 def test_the_approximation_is_verified_and_matches_the_exact_search_on_small_benchmarks():
-    """Measured: on 6 near-tied 4 × 12 benchmarks the approximation equals the exact answer whenever it
-    finds one (5 of 6; benchmarks/fragility.py prints the study), with 4 re-ratings instead of 16–1031."""
+    """Measured at 4 orders on 6 near-tied 4 × 12 benchmarks: the approximation answers all 6, equals the
+    exact answer in 4, overshoots by 1 (seed 5) and by 3 (seed 3, the one-at-a-time fallback), with 2–9
+    re-ratings. At the default 16 orders, 20 benchmarks: equal in 17 of 19 (benchmarks/fragility.py)."""
     agree, found = 0, 0
     for seed in range(6):
         matches = _small(seed, agents=4, test_cases=12)
@@ -54,7 +55,7 @@ def test_the_approximation_is_verified_and_matches_the_exact_search_on_small_ben
         assert _first_without(matches, approx.removed) == approx.new_leader != approx.leader  # verified by re-rating
         assert approx.removals >= exact.removals  # an upper bound
         agree += approx.removals == exact.removals
-    assert found >= 4 and agree >= found - 1
+    assert found >= 5 and agree >= found - 2
 
 
 def test_the_tier_names_the_challengers_and_metadata_is_plain(demo_breast_cancer):
