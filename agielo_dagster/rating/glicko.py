@@ -687,7 +687,8 @@ def rate(
     shuffle : bool
         ``False`` processes the matches in row order (then ``shuffles`` must be 1).
     init_mu, init_sigma : float
-        Every player's starting rating.
+        Every player's starting rating: ``init_mu`` within ±10,000, ``init_sigma`` in (0, 1000]
+        (:func:`~agielo_dagster.rating.checks.check_start`).
     snapshot_fractions : sequence of float
         Shares of the matches after which agent ratings (and reliability) are recorded.
     test_case_snapshot_fractions : sequence of float
