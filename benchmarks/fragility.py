@@ -48,7 +48,8 @@ def small_study(seeds: int, agents: int, test_cases: int, shuffles: int) -> None
             f"never below exact: {bool((over >= 0).all())}; re-ratings median exact {table['exact_re_ratings'].median():.0f}, "
             f"approx {table['approx_re_ratings'].median():.0f}"
         )
-    print(f"no flip within half the test cases: exact {int(table['exact'].isna().sum())}, approx {int(table['approx'].isna().sum())}")
+    missing = table[["exact", "approx"]].isna().sum()
+    print(f"no flip within half the test cases: exact {int(missing['exact'])}, approx {int(missing['approx'])}")
 
 
 def demo_figures() -> None:

@@ -143,7 +143,9 @@ def fragility_of_first(
     for name, given in (("tier", tier), ("candidates", candidates)):
         unknown = sorted(set(map(str, given or ())) - known)
         if unknown:
-            raise MatchTableError(f"{name} names agent {unknown[0]!r}, which has no match (rule: agent_known)", rule="agent_known")
+            raise MatchTableError(
+                f"{name} names agent {unknown[0]!r}, which has no match (rule: agent_known)", rule="agent_known"
+            )
     allowed = np.ones(m.n_agents, dtype=bool) if candidates is None else np.isin(ids, np.asarray(list(candidates), dtype=object))
     if allowed.sum() < 2:
         raise MatchTableError("fragility of first needs at least 2 candidate agents (rule: two_agents)", rule="two_agents")

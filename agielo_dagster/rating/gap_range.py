@@ -56,14 +56,18 @@ class RangeAssumption:
         """Plain values for asset metadata."""
         graded = not math.isnan(self.observed_share)
         return {
-            "assumed_metric_range": f"[{self.declared_lo:g}, {self.declared_hi:g}] ({self.scoring})" if graded else "none (binary)",
+            "assumed_metric_range": (
+                f"[{self.declared_lo:g}, {self.declared_hi:g}] ({self.scoring})" if graded else "none (binary)"
+            ),
             "observed_metric_range": f"[{self.observed_lo:g}, {self.observed_hi:g}]",
             "observed_share_of_range": round(self.observed_share, 4) if graded else None,
             "range_warning": self.warning,
         }
 
 
-def range_assumption(scoring: Scoring, observed_lo: float, observed_hi: float, *, far_share: float = FAR_SHARE) -> RangeAssumption:
+def range_assumption(
+    scoring: Scoring, observed_lo: float, observed_hi: float, *, far_share: float = FAR_SHARE
+) -> RangeAssumption:
     """State the range graded gaps assume, and whether it is far wider than the observed ``[observed_lo, observed_hi]``."""
     if not (math.isfinite(observed_lo) and math.isfinite(observed_hi) and observed_lo <= observed_hi):
         raise ValueError(f"the observed metric range must be finite with lo <= hi, got [{observed_lo}, {observed_hi}]")

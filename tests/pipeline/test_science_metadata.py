@@ -35,7 +35,6 @@ def test_ratings_state_the_fragility_of_first_and_gaps_the_range_they_assume(dae
     gaps = pd.read_parquet(root / "warehouse/competency_gap_tables/quiz.parquet")
     assert (gaps["assumed_metric_lo"] == 0).all() and (gaps["assumed_metric_hi"] == 10).all()
     assert (gaps["range_warning"] == gaps_meta["range_warning"]).all()
-    logged = [
-        e.user_message for r in runs for e in daemon.instance.all_logs(r.run_id) if "declares the metric" in (e.user_message or "")
-    ]
+    logs = [e.user_message or "" for r in runs for e in daemon.instance.all_logs(r.run_id)]
+    logged = [message for message in logs if "declares the metric" in message]
     assert logged, "the far-too-wide range is logged as a warning"

@@ -34,7 +34,9 @@ def rasch(matches: Any, *, ridge: float = 0.01, center: float = 1500.0, tol: flo
     return to_flavour(agents, flavour), to_flavour(test_cases, flavour)
 
 
-def rasch_encoded(m: Matches, *, ridge: float = 0.01, center: float = 1500.0, tol: float = 1e-8) -> tuple[pd.DataFrame, pd.DataFrame]:
+def rasch_encoded(
+    m: Matches, *, ridge: float = 0.01, center: float = 1500.0, tol: float = 1e-8
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """:func:`rasch` on encoded matches, as pandas frames, without the connectivity warning."""
     n_a, n_t = len(m.agent_ids), len(m.test_case_ids)
     theta, b = _joint_ml(m.agent, m.test_case, m.score, n_a, n_t, ridge, tol)
