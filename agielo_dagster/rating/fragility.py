@@ -237,34 +237,38 @@ def _verified_prefix(search: _Search, ranked, leader: int, limit: int):
         cap = min(limit, len(order), best[0] - 1 if best else limit)
         if cap < 1:
             continue
-        k = min(max(predicted, 1), cap)
-        flipped = {}
-
-        def flips(j: int) -> int | None:
-            if j not in flipped:
-                new = search.leader_without(order[:j])
-                flipped[j] = new if new != leader else None
-            return flipped[j]
-
-        # lengthen (doubling, then bisection) until the re-rated leader changes, then shorten while it still does
-        lo, hi = 0, None
-        j = k
-        while j <= cap:
-            if flips(j) is not None:
-                hi = j
-                break
-            lo, j = j, min(2 * j, cap) if j < cap else cap + 1
-        if hi is None:
-            continue
-        while hi - lo > 1:  # the prefix of length lo keeps the leader; hi changes it (nearly monotone in practice)
-            mid = (lo + hi) // 2
-            if flips(mid) is not None:
-                hi = mid
-            else:
-                lo = mid
-        if best is None or hi < best[0]:
-            best = (hi, tuple(int(t) for t in order[:hi]), flips(hi))
+        found = _shortest_flipping_prefix(search, order, leader, min(max(predicted, 1), cap), cap)
+        if found is not None and (best is None or found[0] < best[0]):
+            best = found
     return best
+
+
+def _shortest_flipping_prefix(search: _Search, order: np.ndarray, leader: int, start: int, cap: int):
+    """From ``start``, lengthen the prefix of ``order`` (doubling) until the re-rated leader changes, then
+    shorten it by bisection while it still does: (k, removed, new leader), or None up to ``cap``."""
+    flipped: dict[int, int | None] = {}
+
+    def flips(j: int) -> int | None:
+        if j not in flipped:
+            new = search.leader_without(order[:j])
+            flipped[j] = new if new != leader else None
+        return flipped[j]
+
+    lo, hi, j = 0, None, start
+    while j <= cap:
+        if flips(j) is not None:
+            hi = j
+            break
+        lo, j = j, (min(2 * j, cap) if j < cap else cap + 1)
+    if hi is None:
+        return None
+    while hi - lo > 1:  # the prefix of length lo keeps the leader; hi changes it (nearly monotone in practice)
+        mid = (lo + hi) // 2
+        if flips(mid) is not None:
+            hi = mid
+        else:
+            lo = mid
+    return hi, tuple(int(t) for t in order[:hi]), flips(hi)
 
 
 def _stepwise(search: _Search, leader: int, challengers: list[int], steps: int):
@@ -278,7 +282,7 @@ def _stepwise(search: _Search, leader: int, challengers: list[int], steps: int):
         if now != leader:
             return len(removed), tuple(removed), now
         live = search.m.subset(keep[search.m.test_case])
-        closest = max(challengers, key=lambda c: a_mu[c])
+        closest = challengers[int(np.argmax(a_mu[challengers]))]
         ((_, order),) = _ranked_removals(live, np.where(np.isfinite(a_mu), a_mu, 0.0), t_mu, leader, [closest])
         order = [int(t) for t in order if keep[t]]
         if not order:
