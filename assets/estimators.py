@@ -63,7 +63,7 @@ def estimator_comparison(
     if not keep.all():
         match_tables = match_tables[keep].assign(agent_id=lambda m: m["agent_id"].astype(str))
     ratings = pd.DataFrame({"agielo": ranked.set_index("agent_id")["mu"]})
-    ratings["plackett_luce"] = plackett_luce(match_tables, alpha=0.1).set_index("agent_id")["rating"]
+    ratings["plackett_luce"] = plackett_luce(match_tables, alpha=0.1, by="score").set_index("agent_id")["rating"]
     ratings["rasch"] = rasch(match_tables)[0].set_index("agent_id")["rating"]
     ratings["mean_metric"] = match_tables.groupby("agent_id", observed=True)["score"].mean()
     k = min(5, len(ratings))

@@ -84,6 +84,7 @@ def ratings(context: dg.AssetExecutionContext, storage: ObjectStorage):
             "provisional_agents": int(by_status.get("provisional", 0)),
             **{f"{status}_agents": int(by_status.get(status, 0)) for status in ("disconnected", "unplaced")},
             "top_tier": ", ".join(top_tier(agents)),
+            **fragility_metadata(context, store, path, agents, result.n_matches),  # fragility of #1 (issue 22)
             "top_agents": frame_table(
                 agents, ["rank", "rank_lo", "rank_hi", "agent_id", "mu", "mu_lo", "mu_hi", "mean_metric", "status"], digits=1
             ),
@@ -101,6 +102,39 @@ def ratings(context: dg.AssetExecutionContext, storage: ObjectStorage):
             "matches_outside_bins_at_100": int(final["matches_outside_bins"]),
         },
     )
+
+
+# --- fragility of #1 (issue 22, item 6) -------------------------------------------------------
+FRAGILITY_MAX_MATCHES = 200_000
+"""Above this many matches the search is skipped: it re-rates the benchmark about a dozen times (1,000,000
+simulated matches: 11 re-ratings, about 8 times one `rate` call), which would dominate a leaderboard's re-rating."""
+
+
+def fragility_metadata(context, store, path: str, agents: pd.DataFrame, n_matches: int) -> dict:
+    """``fragility_of_first`` and its companions for ``agent_ratings``: the fewest test cases whose removal
+    changes who is first, among the jointly rated agents of the main component, against the top tier
+    (``rank == 1``: the agents whose intervals overlap the leader's)."""
+    from agielo_dagster.rating import DEFAULT_SHUFFLES
+    from agielo_dagster.rating.fragility import fragility_of_first
+
+    joint = agents[agents["status"] == "rated"]  # the main component's jointly rated agents
+    if len(joint) < 2:
+        return {"fragility_method": "not computed: fewer than 2 jointly rated agents"}
+    if n_matches > FRAGILITY_MAX_MATCHES:
+        return {"fragility_method": f"not computed: {n_matches:,} matches (limit {FRAGILITY_MAX_MATCHES:,})"}
+    with retried_on_storage_errors(context):
+        matches = store.read_table(path, columns=ENGINE_COLUMNS)
+    ids = joint["agent_id"].astype(str)
+    tier = ids[joint["rank"] == 1].tolist()
+    try:
+        found = fragility_of_first(matches, tier=tier, candidates=ids.tolist(), seed=SEED, shuffles=DEFAULT_SHUFFLES)
+    except ValueError as exc:  # a figure beside the ratings never fails their run
+        context.log.warning(f"fragility of first not computed: {exc}")
+        return {"fragility_method": f"not computed: {exc}"}
+    return found.as_metadata()
+
+
+# ---------------------------------------------------------------------------------------------
 
 
 def with_provisional_agents(agents: pa.Table, test_cases: pa.Table, partial: pa.Table) -> pa.Table:
@@ -206,6 +240,9 @@ def competency_gap_tables(
     gaps = gaps.merge(sources, on="agent_id", how="left", validate="one_to_one")
     gaps["inputs_digest"] = digest
     gaps["code_version"] = CODE_VERSION
+    range_metadata = {}
+    if scoring is not None:  # what graded gaps rest on: the declared metric range (issue 22, item 4)
+        range_metadata = stated_range(context, storage, benchmark, scoring, gaps)
     return dg.Output(
         gaps,
         metadata={
@@ -215,6 +252,7 @@ def competency_gap_tables(
                 gaps, ["agent_id", "rating", "gap_50", "gap_90", "gap_99", "pct_beaten_50", "status"]
             ),
             "hardest_test_case_rating": round(float(gaps["hardest_test_case_rating"].iloc[0]), 1),
+            **range_metadata,
         },
     )
 
@@ -241,3 +279,21 @@ def gap_table(test_cases: pd.DataFrame, agents: pd.DataFrame, scoring) -> pd.Dat
     standing = [c for c in STANDING_COLUMNS if c in gaps]
     columns = [c for c in gaps.columns if c not in standing and c != "_order"] + standing
     return gaps[columns].reset_index(drop=True)
+
+
+def stated_range(context, storage: ObjectStorage, benchmark: str, scoring, gaps: pd.DataFrame) -> dict:
+    """The metric range the gaps assume beside the observed one: metadata, three columns of ``gaps``
+    (``assumed_metric_lo``, ``assumed_metric_hi``, ``range_warning``, for the report), and a logged warning
+    when the declared range is far wider than the observed one."""
+    from agielo_dagster.rating.gap_range import range_assumption
+
+    with retried_on_storage_errors(context):
+        metric = storage.store.read_table(warehouse_path("match_tables", benchmark), columns=["metric"]).column("metric")
+    observed = pc.min_max(metric)
+    stated = range_assumption(scoring, float(observed["min"].as_py()), float(observed["max"].as_py()))
+    gaps["assumed_metric_lo"] = stated.declared_lo
+    gaps["assumed_metric_hi"] = stated.declared_hi
+    gaps["range_warning"] = stated.warning
+    if stated.far:
+        context.log.warning(f"{benchmark}: {stated.warning}")
+    return stated.as_metadata()

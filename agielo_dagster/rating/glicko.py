@@ -43,6 +43,7 @@ from .frames import (
     to_flavour,
     to_pandas,
 )
+from .checks import check_start
 from .graph import components, warn_if_disconnected
 from .intervals import agent_intervals, interval_ranks, order_variance, z_of
 from .reliability import RELIABILITY_COLUMNS, OrderReliability
@@ -581,6 +582,7 @@ def final_ratings(
 
     Players without a match keep their starting rating.
     """
+    check_start(init_mu, init_sigma)
     workers = default_workers() if workers is None else int(workers)
     end = np.array([len(m)], dtype=np.int64)
     moments, _, _, _ = run_orders(
@@ -686,7 +688,8 @@ def rate(
     shuffle : bool
         ``False`` processes the matches in row order (then ``shuffles`` must be 1).
     init_mu, init_sigma : float
-        Every player's starting rating.
+        Every player's starting rating: ``init_mu`` within ±10,000, ``init_sigma`` in (0, 1000]
+        (:func:`~agielo_dagster.rating.checks.check_start`).
     snapshot_fractions : sequence of float
         Shares of the matches after which agent ratings (and reliability) are recorded.
     test_case_snapshot_fractions : sequence of float
@@ -759,8 +762,7 @@ def rate_encoded(m: Matches, settings: dict, *, warn: bool = True) -> RatingResu
     snapshot_fractions, test_case_snapshot_fractions = settings["snapshot_fractions"], settings["test_case_snapshot_fractions"]
     fractions = _check_fractions(snapshot_fractions, "snapshot_fractions")
     tc_fractions = _check_fractions(test_case_snapshot_fractions, "test_case_snapshot_fractions")
-    if not (init_sigma > 0 and math.isfinite(init_sigma) and math.isfinite(init_mu)):
-        raise ValueError(f"init_mu must be finite and init_sigma > 0, got {init_mu}, {init_sigma}")
+    check_start(init_mu, init_sigma)
     z_of(level)
     pairs = _pairs(len(m), seed, shuffle, shuffles)
     workers = default_workers() if workers is None else int(workers)
@@ -995,6 +997,7 @@ def place_agents(
         the sampling of the agent's test cases (sandwich variance against the final ratings).
     """
     z = z_of(level)
+    check_start(init_mu, init_sigma)
     m = encode_matches(new_matches, "new match table")
     tc = to_pandas(test_cases)
     require_columns(tc, ("test_case_id", "mu"), "test-case table")

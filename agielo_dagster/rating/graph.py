@@ -14,7 +14,7 @@ import numpy as np
 from ._kernels import agent_components
 from .frames import Matches
 
-__all__ = ["DisconnectedMatchesWarning", "components", "warn_if_disconnected"]
+__all__ = ["DisconnectedMatchesWarning", "components", "warn_disconnected", "warn_if_disconnected"]
 
 
 class DisconnectedMatchesWarning(UserWarning):
@@ -46,14 +46,49 @@ def components(m: Matches) -> tuple[int, np.ndarray, np.ndarray]:
     return n, agent_component, test_case_component
 
 
-def warn_if_disconnected(n_components: int, agent_component: np.ndarray, agent_ids: np.ndarray, what: str) -> None:
+def warn_if_disconnected(
+    n_components: int,
+    agent_component: np.ndarray,
+    agent_ids: np.ndarray,
+    what: str,
+    *,
+    players: str = "agents",
+    link: str = "test case",
+) -> None:
+    """Warn (:class:`DisconnectedMatchesWarning`, naming ``what``) when the graph has more than one component.
+
+    The warning points at the first line outside the engine, whatever the depth of the call.
+    """
     if n_components > 1:
         sizes = np.bincount(agent_component)
         example = agent_ids[np.flatnonzero(agent_component == 1)[0]]
         warnings.warn(
-            f"{what}: the matches fall into {n_components} groups that share no test case (agents per group: "
+            f"{what}: the matches fall into {n_components} groups that share no {link} ({players} per group: "
             f"{', '.join(map(str, sizes.tolist()))}; e.g. {example!r} is not linked to group 0). Ratings, ranks and "
             "gaps compare only within a group: see the `component` column",
             DisconnectedMatchesWarning,
-            stacklevel=3,
+            stacklevel=_outside_the_engine(),
         )
+
+
+def warn_disconnected(m: Matches, what: str) -> int:
+    """The one check every estimator runs: warn when ``m``'s matches fall apart; the number of components.
+
+    Estimators that fit one scale (Rasch, Plackett-Luce with pseudo-wins, the bootstrap) would
+    otherwise put groups that share no test case side by side without a word, as :func:`rate` does not.
+    """
+    n_components, agent_component, _ = components(m)
+    warn_if_disconnected(n_components, agent_component, m.agent_ids, what)
+    return n_components
+
+
+def _outside_the_engine() -> int:
+    """``stacklevel`` of the innermost frame whose code lies outside this package (the engine's caller)."""
+    import os
+    import sys
+
+    package = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    frame, level = sys._getframe(1), 1  # the frame of warn_if_disconnected is level 1 for warnings.warn
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level

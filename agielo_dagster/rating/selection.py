@@ -539,8 +539,9 @@ def place_on_subset(
         estimate on the frozen scale (what :func:`select_test_cases` takes).
     """
     z = z_of(level)
-    if not (math.isfinite(init_mu) and math.isfinite(init_sigma) and init_sigma > 0):
-        raise ValueError(f"init_mu must be finite and init_sigma > 0, got {init_mu}, {init_sigma}")
+    from .checks import check_start
+
+    check_start(init_mu, init_sigma)
     m = encode_matches(new_matches, "new match table")
     tc = to_pandas(test_cases)
     pool = _candidates(tc, ())

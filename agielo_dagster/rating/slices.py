@@ -20,6 +20,7 @@ import pandas as pd
 
 from .frames import Matches, MatchTableError, encode_matches, flavour_of, require_columns, to_flavour, to_pandas
 from .glicko import DEFAULT_SHUFFLES, place_agents
+from .graph import warn_disconnected
 from .intervals import interval_ranks, z_of
 
 __all__ = ["SLICE_COLUMNS", "query_ranking", "slice_ratings", "slice_test_cases"]
@@ -194,6 +195,7 @@ def query_ranking(
     level: float = 0.9,
     seed: int = 0,
     by: str = "score",
+    higher_is_better: bool = True,
 ) -> Any:
     """Plackett-Luce ranking of the agents on the selected test cases, with bootstrap intervals (ONEBench).
 
@@ -216,6 +218,8 @@ def query_ranking(
     by : {"score", "metric"}
         What orders the agents on a test case; ``score`` (default) respects lower-is-better metrics
         and makes benchmarks with different metrics comparable.
+    higher_is_better : bool
+        With ``by="metric"``: ``False`` when a lower metric is better.
 
     Returns
     -------
@@ -226,11 +230,10 @@ def query_ranking(
         overlap share a rank range).
     """
     from .estimators._scale import LOGIT_TO_ELO
-    from .estimators.plackett_luce import bradley_terry_mle
+    from .estimators.plackett_luce import bradley_terry_mle, check_ordering, ordering_values
 
     z_of(level)
-    if by not in ("score", "metric"):
-        raise ValueError(f"by must be 'score' or 'metric', got {by!r}")
+    check_ordering(by, higher_is_better)
     if isinstance(resamples, bool) or not isinstance(resamples, (int, np.integer)) or resamples < 0:
         raise ValueError(f"resamples must be an integer >= 0, got {resamples!r}")
     flavour = flavour_of(selected_matches)
@@ -238,11 +241,13 @@ def query_ranking(
     if "benchmark" in frame.columns:
         frame = frame.assign(test_case_id=frame["benchmark"].astype(str) + "\x1f" + frame["test_case_id"].astype(str))
     m: Matches = encode_matches(frame[["test_case_id", "agent_id", "metric", "score"]], "selected match table")
+    if alpha > 0:  # without pseudo-wins a disconnected graph is an error (rule comparisons_connected)
+        warn_disconnected(m, "query_ranking")
     if m.n_agents < 2:
         raise MatchTableError(
             f"the selection measures {m.n_agents} agent(s); a ranking needs at least 2 (rule: query_agents)", rule="query_agents"
         )
-    values = m.score if by == "score" else m.metric
+    values = ordering_values(m, by, higher_is_better)
     table = np.full((m.n_test_cases, m.n_agents), np.nan)
     table[m.test_case, m.agent] = values
     present = ~np.isnan(table)

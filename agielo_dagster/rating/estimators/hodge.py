@@ -23,6 +23,7 @@ from scipy.sparse.csgraph import connected_components
 from scipy.sparse.linalg import lsqr
 
 from ..frames import MatchTableError, flavour_of, require_columns, to_flavour, to_pandas
+from ..graph import warn_if_disconnected
 
 
 @dataclass(frozen=True)
@@ -112,7 +113,13 @@ def hodge_rank(comparisons: Any) -> HodgeRankResult:
     )
     y = pairs["flow"].to_numpy()
     scores = lsqr(sp.diags(sqrt_w) @ grad, sqrt_w * y, atol=1e-14, btol=1e-14, iter_lim=10 * n + 1000)[0]
-    _, component = connected_components(sp.coo_matrix((np.ones(m), (i, j)), shape=(n, n)), directed=False)
+    n_components, component = connected_components(sp.coo_matrix((np.ones(m), (i, j)), shape=(n, n)), directed=False)
+    if n_components > 1:
+        sizes = np.bincount(component)  # number the groups by size, as components() does: group 0 the largest
+        order = np.argsort(-sizes, kind="stable")
+        by_size = np.empty_like(order)
+        by_size[order] = np.arange(len(order))
+        warn_if_disconnected(n_components, by_size[component], items, "hodge_rank", players="items", link="judgment")
     for c in np.unique(component):  # scores are defined up to a constant per component: centre each
         scores[component == c] -= scores[component == c].mean()
     residual = y - grad @ scores

@@ -1,8 +1,10 @@
 """Plackett-Luce aggregation of sample-level results, as in ONEBench.
 
-Per test case the agents measured on it are ordered by their metric. The ordering is broken
-into pairwise comparisons: a higher metric wins, and equal metrics tie, counting half a win to
-each. The pairwise win matrix gives the maximum-likelihood Bradley-Terry (pairwise
+Per test case the agents measured on it are ordered by their score S = f(M), which honours the
+metric's direction (an error, lower is better, scores higher the smaller it is). The ordering is
+broken into pairwise comparisons: a higher score wins, and equal scores tie, counting half a win
+to each. ``by="metric"`` orders by the raw metric instead (as ONEBench), in the direction that
+``higher_is_better`` names. The pairwise win matrix gives the maximum-likelihood Bradley-Terry (pairwise
 Plackett-Luce) strengths. Agents may be missing from any subset of test cases; only agents
 measured on the same test case are compared.
 """
@@ -16,19 +18,35 @@ from ..frames import Matches, MatchTableError, encode_matches, to_flavour
 from ._scale import LOGIT_TO_ELO
 
 
-def pairwise_wins(matches: Any, *, by: str = "metric") -> tuple[np.ndarray, np.ndarray]:
+def pairwise_wins(matches: Any, *, by: str = "score", higher_is_better: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """The win matrix ``W[i, j]`` (times agent i beat agent j; a tie adds ½ to both) and the agent ids.
 
-    ``by="metric"`` compares raw metrics (as ONEBench); ``by="score"`` compares scores, which
-    respects lower-is-better metrics.
+    ``by="score"`` (default) compares scores, which honour the metric's direction; ``by="metric"``
+    compares raw metrics (as ONEBench), the higher winning unless ``higher_is_better=False``.
     """
     m = encode_matches(matches)
-    return wins_of(m, by=by), m.agent_ids
+    return wins_of(m, by=by, higher_is_better=higher_is_better), m.agent_ids
 
 
-def wins_of(m: Matches, *, by: str = "metric") -> np.ndarray:
+def check_ordering(by: str, higher_is_better: bool) -> None:
+    """Refuse an ordering other than ``score`` or ``metric``, or a direction that is not a bool."""
+    if by not in ("score", "metric"):
+        raise ValueError(f"by must be 'score' or 'metric', got {by!r}")
+    if not isinstance(higher_is_better, (bool, np.bool_)):
+        raise ValueError(f"higher_is_better must be true or false, got {higher_is_better!r}")
+
+
+def ordering_values(m: Matches, by: str, higher_is_better: bool = True) -> np.ndarray:
+    """What orders the agents on a test case, higher better: the score, or the metric in its direction."""
+    check_ordering(by, higher_is_better)
+    if by == "score":
+        return m.score
+    return m.metric if higher_is_better else -m.metric
+
+
+def wins_of(m: Matches, *, by: str = "score", higher_is_better: bool = True) -> np.ndarray:
     """The pairwise win matrix of encoded matches (see :func:`pairwise_wins`)."""
-    values = m.metric if by == "metric" else m.score
+    values = ordering_values(m, by, higher_is_better)
     n_t, n_a = len(m.test_case_ids), len(m.agent_ids)
     table = np.full((n_t, n_a), np.nan)
     table[m.test_case, m.agent] = values  # encode_matches refuses repeated (agent, test case) pairs
@@ -87,7 +105,8 @@ def plackett_luce(
     matches: Any,
     *,
     alpha: float = 0.0,
-    by: str = "metric",
+    by: str = "score",
+    higher_is_better: bool = True,
     reference_agent: str | None = None,
     reference_rating: float = 1500.0,
 ) -> Any:
@@ -99,8 +118,11 @@ def plackett_luce(
         ``test_case_id, agent_id, metric, score`` (incomplete coverage allowed).
     alpha : float
         L2-like regularization: pseudo-wins each way between every pair (0 = plain MLE).
-    by : {"metric", "score"}
-        What orders the agents on a test case.
+    by : {"score", "metric"}
+        What orders the agents on a test case: the score (default; honours the metric's
+        direction) or the raw metric (ONEBench).
+    higher_is_better : bool
+        With ``by="metric"``: ``False`` for errors, latencies and other lower-is-better metrics.
     reference_agent, reference_rating : str, float
         Place ``reference_agent`` at ``reference_rating`` (default: the mean agent at it).
 
@@ -111,8 +133,13 @@ def plackett_luce(
         ``comparisons`` (pairwise comparisons the agent took part in), best first.
     """
     from ..frames import flavour_of
+    from ..graph import warn_disconnected
 
-    wins, agent_ids = pairwise_wins(matches, by=by)
+    m = encode_matches(matches)
+    check_ordering(by, higher_is_better)
+    if alpha > 0:  # without pseudo-wins a disconnected graph is an error (rule comparisons_connected)
+        warn_disconnected(m, "plackett_luce")
+    wins, agent_ids = wins_of(m, by=by, higher_is_better=higher_is_better), m.agent_ids
     theta = bradley_terry_mle(wins, alpha=alpha)
     rating = theta * LOGIT_TO_ELO
     if reference_agent is None:

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..frames import encode_matches, flavour_of, to_flavour
+from ..frames import Matches, encode_matches, flavour_of, to_flavour
 from ._scale import LOGIT_TO_ELO
 
 
@@ -25,14 +25,25 @@ def rasch(matches: Any, *, ridge: float = 0.01, center: float = 1500.0, tol: flo
     (agents, test_cases) : DataFrames
         ``agent_id, rating, logit`` and ``test_case_id, rating, logit``.
     """
+    from ..graph import warn_disconnected
+
     m = encode_matches(matches)
+    warn_disconnected(m, "rasch")
+    agents, test_cases = rasch_encoded(m, ridge=ridge, center=center, tol=tol)
+    flavour = flavour_of(matches)
+    return to_flavour(agents, flavour), to_flavour(test_cases, flavour)
+
+
+def rasch_encoded(
+    m: Matches, *, ridge: float = 0.01, center: float = 1500.0, tol: float = 1e-8
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`rasch` on encoded matches, as pandas frames, without the connectivity warning."""
     n_a, n_t = len(m.agent_ids), len(m.test_case_ids)
     theta, b = _joint_ml(m.agent, m.test_case, m.score, n_a, n_t, ridge, tol)
     shift = center - b.mean() * LOGIT_TO_ELO
     agents = pd.DataFrame({"agent_id": m.agent_ids, "rating": theta * LOGIT_TO_ELO + shift, "logit": theta})
     test_cases = pd.DataFrame({"test_case_id": m.test_case_ids, "rating": b * LOGIT_TO_ELO + shift, "logit": b})
-    flavour = flavour_of(matches)
-    return to_flavour(agents, flavour), to_flavour(test_cases, flavour)
+    return agents, test_cases
 
 
 def _joint_ml(a, t, s, n_a, n_t, ridge, tol, max_sweeps=500):

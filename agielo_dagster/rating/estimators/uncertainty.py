@@ -20,6 +20,7 @@ from scipy.stats import kendalltau
 from .._kernels import run_segment
 from ..frames import Matches, encode_matches, flavour_of, to_flavour
 from ..glicko import match_orders
+from ..graph import warn_disconnected
 from ._scale import LOGIT_TO_ELO
 from .plackett_luce import bradley_terry_mle, wins_of
 
@@ -92,6 +93,7 @@ def bootstrap(
         ``gap_90``, ``gap_99``, ``plackett_luce``}; ``estimate`` is computed on all test cases.
     """
     m = encode_matches(matches)
+    warn_disconnected(m, "bootstrap")
     rng = np.random.default_rng(seed)
 
     def quantities(sample: Matches, order_seed: int) -> dict[str, np.ndarray]:
@@ -131,13 +133,9 @@ def agent_scores(m: Matches, method: str, *, seed: int = 42, alpha: float = 0.1)
     if method == "plackett_luce":
         return _pl_ratings(m, alpha)
     if method == "rasch":
-        from .rasch import rasch
+        from .rasch import rasch_encoded
 
-        frame = pd.DataFrame(
-            {"test_case_id": m.test_case_ids[m.test_case], "agent_id": m.agent_ids[m.agent], "metric": m.metric, "score": m.score}
-        )
-        agents, _ = rasch(frame)
-        return agents.set_index("agent_id")["rating"].reindex(m.agent_ids).to_numpy()
+        return rasch_encoded(m)[0]["rating"].to_numpy()  # one row per agent code, in code order
     if method == "mean_metric":
         counts = np.bincount(m.agent, minlength=len(m.agent_ids))
         return np.bincount(m.agent, m.score, len(m.agent_ids)) / np.maximum(counts, 1)
@@ -162,6 +160,7 @@ def robustness(
         ``measurements`` (kept), ``agents`` (still measured).
     """
     m = encode_matches(matches)
+    warn_disconnected(m, "robustness")
     methods = [methods] if isinstance(methods, str) else list(methods)
     rng = np.random.default_rng(seed)
     rows = []

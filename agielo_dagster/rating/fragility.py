@@ -1,0 +1,309 @@
+"""Fragility of #1: the fewest test cases whose removal changes which agent is rated first.
+
+Intervals say how far a rating could move under resampling; they do not say whether a handful of
+test cases decide the headline. On a public LLM arena, removing 2 of 57,477 votes flips the leader,
+and bootstrap intervals do not show it. :func:`fragility_of_first` answers that question for the
+top tier (the leader and the agents whose intervals overlap it).
+
+"First" is what the ratings publish: the agent with the highest μ among ``candidates`` (the main
+component's agents), with μ the mean over ``shuffles`` match orders of sequential Glicko, exactly as
+:func:`~agielo_dagster.rating.rate` computes it (the fast path of :func:`~agielo_dagster.rating.glicko.final_ratings`,
+without tables). Removing a test case removes every match it took part in.
+
+Two methods:
+
+- ``exact`` (small benchmarks): every set of 1, 2, … test cases is removed and re-rated, in order
+  of size, until one changes the leader. It runs when the sets to try before the approximation's
+  answer number at most ``max_subsets``.
+- ``approx`` (large ones): a one-step approximation ranks the test cases by how much they favour the
+  leader over each challenger. With the test-case ratings held fixed, an agent's rating solves its
+  score equation Σₜ (Sₜ − Eₜ) = 0, so removing test case t moves it by about
+  −(Sₜ − Eₜ) / (q Σ E(1 − E)) (q = ln 10 / 400). Removing the test cases in order of their effect on
+  μ_leader − μ_challenger, the prefix that closes the gap is re-rated for real, and lengthened (or
+  shortened) until the re-rated leader changes. The answer is verified, so it is an upper bound on
+  the exact one: removing those test cases does change who is first; fewer might. When no prefix
+  changes the leader, a slower fallback removes one test case at a time, re-rating and
+  re-linearizing after each (at most ``MAX_STEPS``).
+  ``tests/rating/test_fragility.py`` compares both methods on small simulated benchmarks.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .frames import Matches, MatchTableError, encode_matches
+
+__all__ = ["Fragility", "fragility_of_first"]
+
+Q = math.log(10.0) / 400.0
+MAX_STEPS = 60
+"""Re-ratings the one-at-a-time fallback may spend (one per test case removed)."""
+
+
+@dataclass(frozen=True)
+class Fragility:
+    """How many test cases decide who is first.
+
+    Attributes
+    ----------
+    leader : str
+        The agent rated first on all test cases.
+    removals : int | None
+        The fewest test cases whose removal changes who is first (``exact``), or a verified
+        upper bound on it (``approx``); None when no removal of up to ``max_removals`` test cases
+        (``approx``: of the test cases the approximation ranks) changes it.
+    new_leader : str | None
+        Who is first once they are removed (the runner-up it flips to).
+    removed : tuple of str
+        The test cases removed.
+    method : {"exact", "approx"}
+    tier : tuple of str
+        The agents considered as challengers, the leader first.
+    test_cases : int
+        Test cases of the benchmark.
+    re_ratings : int
+        Re-ratings run (the search's cost).
+    """
+
+    leader: str
+    removals: int | None
+    new_leader: str | None
+    removed: tuple[str, ...]
+    method: str
+    tier: tuple[str, ...]
+    test_cases: int
+    re_ratings: int
+
+    def as_metadata(self) -> dict[str, Any]:
+        """Plain values for asset metadata: ``fragility_of_first`` (None: nothing found) and its companions."""
+        return {
+            "fragility_of_first": None if self.removals is None else int(self.removals),
+            "fragility_leader": self.leader,
+            "fragility_flips_to": self.new_leader or "",
+            "fragility_method": self.method,
+            "fragility_removed_test_cases": ", ".join(self.removed[:20]) + (" …" if len(self.removed) > 20 else ""),
+            "fragility_tier": ", ".join(self.tier),
+            "fragility_test_cases": int(self.test_cases),
+        }
+
+
+def fragility_of_first(
+    matches: Any,
+    *,
+    tier: Sequence[str] | None = None,
+    candidates: Sequence[str] | None = None,
+    seed: int | None = 42,
+    shuffles: int | None = None,
+    max_subsets: int = 2000,
+    max_exact_matches: int = 10_000_000,
+    max_removals: int | None = None,
+    workers: int | None = None,
+) -> Fragility:
+    """The fewest test cases whose removal changes which agent is rated first.
+
+    Parameters
+    ----------
+    matches : DataFrame or pyarrow.Table
+        ``test_case_id, agent_id, metric, score``: the benchmark's matches.
+    tier : sequence of str, optional
+        The challengers: the agents whose intervals overlap the leader's (e.g. ``rank == 1`` in
+        ``agent_ratings``). Default, or when it holds the leader alone: the runner-up by μ.
+    candidates : sequence of str, optional
+        The agents that can be first (default: every agent; pass the main component's agents).
+    seed, shuffles : int, int
+        The ratings' settings, as :func:`~agielo_dagster.rating.rate` (default ``DEFAULT_SHUFFLES``).
+    max_subsets, max_exact_matches : int, int
+        The exact search runs when it needs at most ``max_subsets`` re-ratings and at most
+        ``max_exact_matches`` matches re-rated in all (each re-rating plays every remaining match
+        ``shuffles`` times); else the verified approximation is the answer.
+    max_removals : int, optional
+        Search no further than this many test cases (default: half of them).
+    workers : int, optional
+        Threads per re-rating.
+
+    Returns
+    -------
+    Fragility
+    """
+    from .glicko import DEFAULT_SHUFFLES
+
+    shuffles = DEFAULT_SHUFFLES if shuffles is None else shuffles
+    for name, value in (("max_subsets", max_subsets), ("max_exact_matches", max_exact_matches)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+            raise ValueError(f"{name} must be an integer >= 0, got {value!r}")
+    m = encode_matches(matches)
+    ids = m.agent_ids
+    known = set(ids.tolist())
+    for name, given in (("tier", tier), ("candidates", candidates)):
+        unknown = sorted(set(map(str, given or ())) - known)
+        if unknown:
+            raise MatchTableError(
+                f"{name} names agent {unknown[0]!r}, which has no match (rule: agent_known)", rule="agent_known"
+            )
+    allowed = np.ones(m.n_agents, dtype=bool) if candidates is None else np.isin(ids, np.asarray(list(candidates), dtype=object))
+    if allowed.sum() < 2:
+        raise MatchTableError("fragility of first needs at least 2 candidate agents (rule: two_agents)", rule="two_agents")
+    limit = m.n_test_cases // 2 if max_removals is None else int(max_removals)
+    search = _Search(m, allowed, seed, shuffles, workers)
+    a_mu, t_mu = search.ratings(np.ones(m.n_test_cases, dtype=bool))
+    leader = search.first(a_mu)
+    challengers = [int(np.flatnonzero(ids == a)[0]) for a in (tier or ()) if a != ids[leader]]
+    if not challengers:
+        order = np.argsort(-np.where(allowed, a_mu, -np.inf), kind="stable")
+        challengers = [int(order[1])]
+    tier_ids = (str(ids[leader]), *sorted(str(ids[c]) for c in challengers))
+
+    ranked = _ranked_removals(m, a_mu, t_mu, leader, challengers)
+    approx = _verified_prefix(search, ranked, leader, limit)
+    if approx is None:
+        approx = _stepwise(search, leader, challengers, min(limit, MAX_STEPS))
+    upper = approx[0] if approx else limit + 1
+    method = "approx"
+    subsets = _subsets_below(m.n_test_cases, min(upper, limit + 1))
+    if subsets <= max_subsets and subsets * len(m) <= max_exact_matches:
+        exact = _exhaustive(search, leader, min(upper - 1, limit))
+        method = "exact"
+        if exact is not None:
+            approx = exact
+    if approx is None:
+        return Fragility(str(ids[leader]), None, None, (), method, tier_ids, m.n_test_cases, search.calls)
+    k, removed, new_leader = approx
+    return Fragility(
+        str(ids[leader]),
+        k,
+        str(ids[new_leader]),
+        tuple(str(m.test_case_ids[t]) for t in removed),
+        method,
+        tier_ids,
+        m.n_test_cases,
+        search.calls,
+    )
+
+
+class _Search:
+    """Re-rates the benchmark without some test cases and says who is first; counts its calls."""
+
+    def __init__(self, m: Matches, allowed: np.ndarray, seed, shuffles: int, workers):
+        self.m, self.allowed, self.seed, self.shuffles, self.workers = m, allowed, seed, shuffles, workers
+        self.calls = 0
+
+    def ratings(self, keep_test_cases: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        from .glicko import final_ratings
+
+        self.calls += 1
+        sub = self.m.subset(keep_test_cases[self.m.test_case])
+        a_mu, _, t_mu, _ = final_ratings(sub, seed=self.seed, shuffles=self.shuffles, workers=self.workers)
+        played = np.bincount(sub.agent, minlength=self.m.n_agents) > 0
+        return np.where(played, a_mu, -np.inf), t_mu
+
+    def first(self, a_mu: np.ndarray) -> int:
+        return int(np.argmax(np.where(self.allowed, a_mu, -np.inf)))  # ties: the first id, as the tables sort
+
+    def leader_without(self, removed: Sequence[int]) -> int:
+        keep = np.ones(self.m.n_test_cases, dtype=bool)
+        keep[list(removed)] = False
+        return self.first(self.ratings(keep)[0])
+
+
+def _ranked_removals(m: Matches, a_mu, t_mu, leader: int, challengers: list[int]) -> list[tuple[int, np.ndarray]]:
+    """Per challenger, the test cases in order of the one-step change of μ_leader − μ_challenger their removal makes."""
+    e = 1.0 / (1.0 + 10.0 ** ((t_mu[m.test_case] - a_mu[m.agent]) / 400.0))
+    residual = m.score - e
+    information = np.bincount(m.agent, Q * e * (1.0 - e), m.n_agents)
+    out = []
+    for c in challengers:
+        delta = np.zeros(m.n_test_cases)  # change of μ_L − μ_C when the test case goes
+        for agent, sign in ((leader, -1.0), (c, 1.0)):
+            rows = m.agent == agent
+            delta[m.test_case[rows]] += sign * residual[rows] / max(information[agent], 1e-12)
+        gap = a_mu[leader] - a_mu[c]
+        order = np.argsort(delta, kind="stable")
+        closes = np.flatnonzero(gap + np.cumsum(delta[order]) < 0)
+        predicted = int(closes[0]) + 1 if len(closes) else len(order)
+        out.append((predicted, order[delta[order] < 0] if (delta < 0).any() else order))
+    return out
+
+
+def _verified_prefix(search: _Search, ranked, leader: int, limit: int):
+    """The shortest verified prefix over the challengers: (k, removed, new leader) or None."""
+    best = None
+    for predicted, order in sorted(ranked, key=lambda r: r[0]):
+        cap = min(limit, len(order), best[0] - 1 if best else limit)
+        if cap < 1:
+            continue
+        found = _shortest_flipping_prefix(search, order, leader, min(max(predicted, 1), cap), cap)
+        if found is not None and (best is None or found[0] < best[0]):
+            best = found
+    return best
+
+
+def _shortest_flipping_prefix(search: _Search, order: np.ndarray, leader: int, start: int, cap: int):
+    """From ``start``, lengthen the prefix of ``order`` (doubling) until the re-rated leader changes, then
+    shorten it by bisection while it still does: (k, removed, new leader), or None up to ``cap``."""
+    flipped: dict[int, int | None] = {}
+
+    def flips(j: int) -> int | None:
+        if j not in flipped:
+            new = search.leader_without(order[:j])
+            flipped[j] = new if new != leader else None
+        return flipped[j]
+
+    lo, hi, j = 0, None, start
+    while j <= cap:
+        if flips(j) is not None:
+            hi = j
+            break
+        lo, j = j, (min(2 * j, cap) if j < cap else cap + 1)
+    if hi is None:
+        return None
+    while hi - lo > 1:  # the prefix of length lo keeps the leader; hi changes it (nearly monotone in practice)
+        mid = (lo + hi) // 2
+        if flips(mid) is not None:
+            hi = mid
+        else:
+            lo = mid
+    return hi, tuple(int(t) for t in order[:hi]), flips(hi)
+
+
+def _stepwise(search: _Search, leader: int, challengers: list[int], steps: int):
+    """The fallback when no one-step prefix flips: remove one test case at a time, re-linearizing at the
+    re-rated ratings each time (the test case that most favours the leader over its closest challenger)."""
+    keep = np.ones(search.m.n_test_cases, dtype=bool)
+    removed: list[int] = []
+    for _ in range(steps):
+        a_mu, t_mu = search.ratings(keep)
+        now = search.first(a_mu)
+        if now != leader:
+            return len(removed), tuple(removed), now
+        live = search.m.subset(keep[search.m.test_case])
+        closest = challengers[int(np.argmax(a_mu[challengers]))]
+        ((_, order),) = _ranked_removals(live, np.where(np.isfinite(a_mu), a_mu, 0.0), t_mu, leader, [closest])
+        order = [int(t) for t in order if keep[t]]
+        if not order:
+            return None
+        keep[order[0]] = False
+        removed.append(order[0])
+    a_mu, _ = search.ratings(keep)
+    now = search.first(a_mu)
+    return (len(removed), tuple(removed), now) if now != leader else None
+
+
+def _subsets_below(n: int, k: int) -> int:
+    """Re-ratings an exhaustive search of every set of 1 … k − 1 test cases needs."""
+    return sum(math.comb(n, j) for j in range(1, max(k, 1)))
+
+
+def _exhaustive(search: _Search, leader: int, up_to: int):
+    """Every set of 1 … ``up_to`` test cases, smallest first: the first that changes the leader, or None."""
+    for size in range(1, up_to + 1):
+        for removed in itertools.combinations(range(search.m.n_test_cases), size):
+            new = search.leader_without(removed)
+            if new != leader:
+                return size, removed, new
+    return None
