@@ -41,16 +41,25 @@ import numpy as np
 import pandas as pd
 
 from .estimators.rasch import _joint_ml
-from .frames import Matches, encode_matches, to_flavour
+from .frames import Matches, encode_matches, to_flavour, to_pandas
 from .glicko import DEFAULT_SHUFFLES, final_ratings
 from .predict import combined_sigma, expected_score, link_from_diffs
 from .scoring import Scoring, identity
 
-__all__ = ["HELDOUT_COLUMNS", "HELDOUT_METHODS", "additive_fit", "default_method", "heldout_check", "heldout_predictions"]
+__all__ = [
+    "HELDOUT_COLUMNS",
+    "HELDOUT_METHODS",
+    "additive_fit",
+    "default_method",
+    "heldout_check",
+    "heldout_predictions",
+    "heldout_summary",
+]
 
 HELDOUT_METHODS = ("agielo", "agielo_sigma", "agielo_calibrated", "rasch", "additive", "agent_mean", "test_case_mean")
 HELDOUT_COLUMNS = ("method", "measure", "value", "matches", "folds", "folds_better_than_default")
 EPS = 1e-15
+TOLERANCE = 0.02  # the default prediction may trail the best baseline by this share and still "match" it
 
 
 def default_method(binary: bool) -> str:
@@ -212,3 +221,33 @@ def heldout_check(
                 }
             )
     return to_flavour(pd.DataFrame(rows, columns=list(HELDOUT_COLUMNS)), m.flavour)
+
+
+def heldout_summary(table: Any) -> dict[str, Any]:
+    """The headline of a :func:`heldout_check` table: the default prediction against the baselines.
+
+    Returns
+    -------
+    dict
+        ``measure`` (``log_loss`` on binary scores, ``mae`` on graded ones), ``default_method``,
+        ``default`` (its value), ``<baseline>`` and ``default_vs_<baseline>_pct`` (100·(default /
+        baseline − 1): negative is better) for ``test_case_mean``, ``additive`` and ``rasch``, and
+        ``verdict``: ``"ok"`` when the default is at least as good as the test-case mean and within
+        2 % of the better of the additive and Rasch fits, otherwise a sentence naming what it trails.
+    """
+    frame = to_pandas(table)
+    measure = "log_loss" if (frame["measure"] == "log_loss").any() else "mae"
+    values = frame[frame["measure"] == measure].set_index("method")["value"]
+    default = default_method(measure == "log_loss")
+    out: dict[str, Any] = {"measure": measure, "default_method": default, "default": float(values[default])}
+    for baseline in ("test_case_mean", "additive", "rasch"):
+        out[baseline] = float(values[baseline])
+        out[f"default_vs_{baseline}_pct"] = round(float(100.0 * (values[default] / values[baseline] - 1.0)), 2)
+    behind = []
+    if values[default] > values["test_case_mean"]:
+        behind.append(f"worse than the test-case mean ({out['default_vs_test_case_mean_pct']:+.1f} %)")
+    best = min(("additive", "rasch"), key=lambda name: values[name])
+    if values[default] > (1.0 + TOLERANCE) * values[best]:
+        behind.append(f"more than {100 * TOLERANCE:g} % behind the {best} fit ({out[f'default_vs_{best}_pct']:+.1f} %)")
+    out["verdict"] = "ok" if not behind else f"{default} {measure}: " + " and ".join(behind)
+    return out

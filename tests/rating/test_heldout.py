@@ -163,3 +163,20 @@ def test_graded_default_prediction_on_the_real_regression_benchmark(diabetes_ben
     assert mae.loc["test_case_mean", "folds_better_than_default"] == 0  # the calibrated one beats it in all 5 folds
     assert mae.loc["agielo_calibrated", "value"] < mae.loc["test_case_mean", "value"]  # 17.93 vs 18.36
     assert mae.loc["agielo_calibrated", "value"] <= 1.02 * mae.loc["additive", "value"]  # 17.93 vs 17.63: 1.7 %
+
+
+def test_summary_names_the_default_and_what_it_trails():
+    from agielo_dagster.rating.heldout import heldout_summary
+
+    matches, scoring = absolute_error_benchmark()
+    table = heldout_check(matches, folds=5, seed=0, scoring=scoring)
+    summary = heldout_summary(table)
+    values = table[table["measure"] == "mae"].set_index("method")["value"]
+    assert summary["measure"] == "mae" and summary["default_method"] == "agielo_calibrated"
+    assert summary["default"] == values["agielo_calibrated"] and summary["additive"] == values["additive"]
+    assert summary["default_vs_additive_pct"] == pytest.approx(100 * (values["agielo_calibrated"] / values["additive"] - 1), abs=0.01)
+    # 3.6 % behind the Rasch and additive fits here, but ahead of the test-case mean
+    assert summary["verdict"].startswith("agielo_calibrated mae: more than 2 % behind the rasch fit")
+    assert "test-case mean" not in summary["verdict"]
+    binary = heldout_summary(heldout_check(MATCHES, folds=2, seed=3, shuffles=1))
+    assert binary["measure"] == "log_loss" and binary["default_method"] == "agielo"
