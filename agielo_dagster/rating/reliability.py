@@ -63,6 +63,7 @@ __all__ = [
     "binned_calibration",
     "calibration_twins",
     "reliability",
+    "with_yardstick",
 ]
 
 BIN_LO, BIN_WIDTH, N_BINS = -1250.0, 100.0, 24
@@ -209,14 +210,18 @@ def calibration_twins(matches: Any, result: Any, *, twins: int = DEFAULT_TWINS, 
     )
 
 
-def with_yardstick(table: Any, yardstick: CalibrationYardstick) -> Any:
-    """The reliability table with ``mae_twin, mae_twin_hi, miscalibration_visible`` on its 100 % row (null elsewhere)."""
+def with_yardstick(table: Any, yardstick: CalibrationYardstick | None) -> Any:
+    """The reliability table with ``mae_twin, mae_twin_hi, miscalibration_visible`` on its 100 % row (null elsewhere).
+
+    With ``yardstick=None`` the three columns are there and null (no twins were rated).
+    """
     flavour = flavour_of(table)
     frame = to_pandas(table).copy()
-    final = (frame["fraction"] == 1.0).to_numpy()
-    frame["mae_twin"] = np.where(final, yardstick.mae_twin, np.nan)
-    frame["mae_twin_hi"] = np.where(final, yardstick.mae_twin_hi, np.nan)
-    frame["miscalibration_visible"] = pd.array([yardstick.miscalibration_visible if f else pd.NA for f in final], dtype="boolean")
+    final = (frame["fraction"] == 1.0).to_numpy() & (yardstick is not None)
+    frame["mae_twin"] = np.where(final, yardstick.mae_twin if yardstick else np.nan, np.nan)
+    frame["mae_twin_hi"] = np.where(final, yardstick.mae_twin_hi if yardstick else np.nan, np.nan)
+    visible = [yardstick.miscalibration_visible if f else pd.NA for f in final]
+    frame["miscalibration_visible"] = pd.array(visible, dtype="boolean")
     return to_flavour(frame, flavour)
 
 

@@ -192,3 +192,12 @@ def test_graded_twins_match_the_benchmarks_dispersion(matches):
     assert yard.noise == "beta" and 0.0 < yard.dispersion < 1.0
     with pytest.raises(ValueError, match="twins"):
         calibration_twins(graded, rate(graded, seed=1), twins=0)
+
+
+def test_without_twins_the_yardstick_columns_are_there_and_null(matches):
+    from agielo_dagster.rating.reliability import with_yardstick
+
+    result = rate(matches, seed=9)
+    table = with_yardstick(result.reliability, None)
+    assert list(table.columns) == [*RELIABILITY_COLUMNS, *TWIN_COLUMNS]
+    assert table[list(TWIN_COLUMNS)].isna().all().all()
