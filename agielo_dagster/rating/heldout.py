@@ -183,9 +183,11 @@ def heldout_check(
 
     Notes
     -----
-    Costs ``folds`` AGI-Elo fits of ``shuffles`` orders (no snapshots, no reliability) and
-    ``folds`` Rasch fits on (folds − 1)/folds of the matches: about 5.5 s for 1,000,000 matches
-    on 2 cores with the defaults, about 4 ``rate`` calls; ``shuffles=4`` roughly halves it.
+    Costs ``folds`` AGI-Elo fits of ``shuffles`` orders (no snapshots, no reliability),
+    ``folds`` Rasch and additive fits and, on graded scores, ``folds`` isotonic links, on
+    (folds − 1)/folds of the matches: for 1,000,000 matches about 4.5 s of CPU on binary scores
+    and 6 s on graded ones (the links add about 2 s), about 4 ``rate`` calls; ``shuffles=4``
+    roughly halves the rating part.
     """
     m = encode_matches(matches)
     fold = heldout_folds(len(m), folds, seed)
