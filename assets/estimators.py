@@ -136,13 +136,17 @@ def rating_uncertainty(context: dg.AssetExecutionContext, config: UncertaintyCon
     **_nightly(
         "The held-out predictive check beside reliability_reports: 5-fold over matches, each match predicted from "
         "ratings fitted without it; log-loss and Brier score (binary metrics) or MAE in metric units (graded), for "
-        "AGI-Elo, AGI-Elo with σ, Rasch, and the agent-mean and test-case-mean baselines. Materialized nightly."
+        "AGI-Elo, AGI-Elo with σ, AGI-Elo through a calibrated link (graded), Rasch, the additive two-way model, and "
+        "the agent-mean and test-case-mean baselines; the metadata name the default prediction, its margin over the "
+        "baselines and a verdict. Materialized nightly."
     ),
 )
 def reliability_heldout(context: dg.AssetExecutionContext, storage: ObjectStorage, match_tables) -> pd.DataFrame:
     from agielo_dagster.rating import heldout_check
+    from agielo_dagster.rating.heldout import heldout_summary
 
     ledger = read_ledger(storage.store, context.partition_key)
     table = heldout_check(match_tables, folds=5, seed=0, scoring=ledger.make_scoring() if ledger else None).to_pandas()
-    context.add_output_metadata({"check": frame_table(table, list(table.columns), limit=20, digits=4)})
+    summary = {k: round(float(v), 4) if isinstance(v, float) else v for k, v in heldout_summary(table).items()}
+    context.add_output_metadata({"check": frame_table(table, list(table.columns), limit=20, digits=4), **summary})
     return table

@@ -11,12 +11,18 @@ Ratings are estimates. With ``sigma`` (the combined rating deviation of the pair
 E[S] = 1 / (1 + 10^(−g(σ)(R_a − R_t)/400)): closer to ½ the less is known. On test
 cases rated from a dozen matches this matters (``tests/rating/test_calibration.py``
 measures it on a real regression benchmark).
+
+On graded scores the logistic link itself can be off: a calibrated link (:func:`score_link`,
+a non-decreasing map of R_a − R_t to the mean score, fitted by isotonic regression on the
+benchmark's own matches) replaces 1 / (1 + 10^(−(R_a − R_t)/400)) with ``link=``. It is the
+held-out check's default prediction on graded benchmarks (README "The held-out check").
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -34,17 +40,98 @@ from .frames import (
 from .scoring import Scoring, identity
 
 __all__ = [
+    "ScoreLink",
     "combined_sigma",
     "competency_gaps",
     "expected_metric",
     "expected_score",
     "hard_cases",
+    "link_from_diffs",
     "oracle_rating",
+    "score_link",
     "share_beaten",
 ]
 
 
-def expected_score(agent_rating: Any, test_case_rating: Any, *, sigma: Any = None) -> Any:
+@dataclass(frozen=True, eq=False)
+class ScoreLink:
+    """A calibrated link: the expected score as a non-decreasing function of R_a − R_t.
+
+    Piecewise linear through the knots (``rating_diff`` increasing, ``score`` non-decreasing),
+    flat beyond the outer knots. Built by :func:`score_link` or :func:`link_from_diffs`.
+
+    Attributes
+    ----------
+    rating_diff, score : ndarray
+        The knots (read-only).
+    matches : int
+        How many matches it was fitted on.
+    """
+
+    rating_diff: np.ndarray
+    score: np.ndarray
+    matches: int
+
+    def __call__(self, rating_diff: Any) -> np.ndarray:
+        """E[S] at R_a − R_t (broadcasts like numpy)."""
+        return np.interp(np.asarray(rating_diff, dtype=np.float64), self.rating_diff, self.score)
+
+
+def link_from_diffs(rating_diff: Any, score: Any) -> ScoreLink:
+    """The isotonic (least-squares, non-decreasing) regression of ``score`` on ``rating_diff``, as a :class:`ScoreLink`.
+
+    Raises ``ValueError`` when there is nothing to fit (no match, or a non-finite value).
+    """
+    from sklearn.isotonic import IsotonicRegression  # imported on use: the package itself loads without sklearn
+
+    d = np.asarray(rating_diff, dtype=np.float64)
+    s = np.asarray(score, dtype=np.float64)
+    if d.shape != s.shape or d.ndim != 1 or len(d) == 0:
+        raise ValueError(f"a link needs as many rating differences as scores, at least one; got {d.shape} and {s.shape}")
+    if not (np.isfinite(d).all() and np.isfinite(s).all()):
+        raise ValueError("a link needs finite rating differences and scores")
+    iso = IsotonicRegression(increasing=True, out_of_bounds="clip").fit(d, s)
+    knots_d, knots_s = np.array(iso.X_thresholds_, dtype=np.float64), np.array(iso.y_thresholds_, dtype=np.float64)
+    knots_d.setflags(write=False)
+    knots_s.setflags(write=False)
+    return ScoreLink(rating_diff=knots_d, score=knots_s, matches=len(d))
+
+
+def score_link(matches: Any, test_cases: Any, agents: Any) -> ScoreLink:
+    """Calibrate the link between ratings and scores on a benchmark's matches.
+
+    Parameters
+    ----------
+    matches : DataFrame or pyarrow.Table
+        ``test_case_id, agent_id, metric, score``: the matches the ratings were fitted on.
+    test_cases, agents : DataFrame
+        ``test_case_id, mu`` and ``agent_id, mu`` (e.g. from :func:`rate`).
+
+    Returns
+    -------
+    ScoreLink
+        For ``expected_score(..., link=)``, ``expected_metric(..., link=)``, ``hard_cases(..., link=)``.
+        Meant for graded scores; on binary ones the logistic link is as good held out (README).
+    """
+    from .frames import encode_matches
+
+    m = encode_matches(matches)
+    t_df, _ = _ratings(test_cases, "test_case_id", "test-case table")
+    a_df, _ = _ratings(agents, "agent_id", "agent table")
+    t_mu = t_df.astype({"test_case_id": str}).set_index("test_case_id")["mu"].reindex(m.test_case_ids).to_numpy(np.float64)
+    a_mu = a_df.astype({"agent_id": str}).set_index("agent_id")["mu"].reindex(m.agent_ids).to_numpy(np.float64)
+    for ids, mu, what in ((m.test_case_ids, t_mu, "test_case_id"), (m.agent_ids, a_mu, "agent_id")):
+        missing = np.flatnonzero(np.isnan(mu))
+        if len(missing):
+            raise MatchTableError(
+                f"match table: {what} {ids[missing[0]]!r} has no rating ({len(missing)} ids lack one; rule: rated)",
+                rule="rated",
+                column=what,
+            )
+    return link_from_diffs(a_mu[m.agent] - t_mu[m.test_case], m.score)
+
+
+def expected_score(agent_rating: Any, test_case_rating: Any, *, sigma: Any = None, link: ScoreLink | None = None) -> Any:
     """E[S] = 1 / (1 + 10^((R_t − R_a)/400)); broadcasts like numpy.
 
     Parameters
@@ -54,7 +141,15 @@ def expected_score(agent_rating: Any, test_case_rating: Any, *, sigma: Any = Non
     sigma : array_like, optional
         The rating deviation of the difference, √(σ_a² + σ_t²) for two estimated ratings.
         Given, the prediction integrates over it (Glicko's g(σ)): E[S] = 1 / (1 + 10^(−g(σ)(R_a − R_t)/400)).
+    link : ScoreLink, optional
+        A calibrated link (:func:`score_link`): E[S] = link(R_a − R_t) instead of the logistic curve.
+        It already holds the ratings' uncertainty as the benchmark's matches show it, so not with ``sigma``.
     """
+    if link is not None:
+        if sigma is not None:
+            raise ValueError("give sigma or link, not both: a calibrated link already holds the ratings' uncertainty")
+        out = link(np.asarray(agent_rating, dtype=np.float64) - np.asarray(test_case_rating, dtype=np.float64))
+        return out[()] if out.ndim == 0 else out
     diff = np.asarray(test_case_rating, dtype=np.float64) - np.asarray(agent_rating, dtype=np.float64)
     if sigma is not None:
         s = np.asarray(sigma, dtype=np.float64)
@@ -68,9 +163,14 @@ def combined_sigma(agent_sigma: Any, test_case_sigma: Any) -> Any:
     return np.hypot(np.asarray(agent_sigma, dtype=np.float64), np.asarray(test_case_sigma, dtype=np.float64))
 
 
-def expected_metric(agent_rating: Any, test_case_rating: Any, scoring: Scoring | None = None, *, sigma: Any = None) -> Any:
-    """E[M] = f⁻¹(E[S]) in the metric's own units (identity scoring by default); ``sigma`` as in :func:`expected_score`."""
-    out = (scoring or identity()).metric(expected_score(agent_rating, test_case_rating, sigma=sigma))
+def expected_metric(
+    agent_rating: Any, test_case_rating: Any, scoring: Scoring | None = None, *, sigma: Any = None, link: ScoreLink | None = None
+) -> Any:
+    """E[M] = f⁻¹(E[S]) in the metric's own units (identity scoring by default); ``sigma``, ``link`` as in :func:`expected_score`.
+
+    For a linear scoring (``identity``, ``minmax``) f⁻¹(E[S]) is the expected metric itself.
+    """
+    out = (scoring or identity()).metric(expected_score(agent_rating, test_case_rating, sigma=sigma, link=link))
     return out[()] if np.ndim(out) == 0 else out
 
 
@@ -187,6 +287,7 @@ def hard_cases(
     scoring: Scoring | None = None,
     *,
     agent_sigma: float | None = None,
+    link: ScoreLink | None = None,
 ) -> Any:
     """The test cases on which an agent is expected to fall short of a metric threshold.
 
@@ -194,7 +295,7 @@ def hard_cases(
     E[M] = f⁻¹(E[S]) is worse than ``metric_threshold`` (below it, or above it
     for lower-is-better metrics). With ``agent_sigma`` the expectation integrates over
     both ratings' deviations (the test-case table's ``sigma`` column and ``agent_sigma``;
-    see :func:`expected_score`).
+    see :func:`expected_score`); with ``link`` through a calibrated link (:func:`score_link`).
 
     Returns
     -------
@@ -209,7 +310,7 @@ def hard_cases(
     if agent_sigma is not None:
         require_columns(df, ("sigma",), "test-case table")
         sigma = combined_sigma(float(agent_sigma), floats_of(df, "sigma", "test-case table", 0.0))
-    e_s = expected_score(float(agent_rating), t_mu, sigma=sigma)
+    e_s = expected_score(float(agent_rating), t_mu, sigma=sigma, link=link)
     e_m = scoring.metric(e_s)
     out = df.assign(expected_score=e_s, expected_metric=e_m)
     out = out[scoring.is_worse(e_m, metric_threshold)]

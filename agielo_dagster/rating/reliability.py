@@ -28,37 +28,201 @@ cross of agents × test cases: players enter ρ only once they have played, and 
 bin's mean difference is taken over the matches played (the script uses every
 test case, played or not, at its current rating). For metrics where lower is
 better (``minmax`` with ``higher_is_better: false``) both ρ change sign.
+
+**A yardstick for the binned error** (:func:`calibration_twins`, the last three columns of
+:func:`reliability`): even perfectly calibrated ratings leave a binned MAE, from the noise of
+the scores in each (agent, bin) cell and from the ratings being estimated. A *twin* of the
+benchmark has the same (agent, test case) pairs, and scores drawn from the fitted ratings as if
+the model were true: binary scores S ~ Bernoulli(E), graded ones S ~ Beta(E·κ, (1 − E)·κ) with
+the benchmark's dispersion, Var S = φ·E(1 − E), φ = Σ(S − E)² / ΣE(1 − E) and κ = 1/φ − 1
+(Bernoulli when φ ≥ 1), E = 1 / (1 + 10^(−(R_a − R_t)/400)) from the published ratings. Each twin
+is rated the same way (the result's seed, orders and starting ratings) and its binned MAE at
+100 % computed the same way. ``mae_twin`` is the twins' mean, ``mae_twin_hi`` their 95 % upper
+quantile, and ``miscalibration_visible`` says whether the benchmark's own MAE exceeds it. φ is
+measured against the published ratings, miscalibration included, so the twin is if anything
+noisier than the benchmark: a visible miscalibration is a real one. Only the 100 % row carries
+them (one rating pass per twin).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from .frames import encode_matches, flavour_of, to_flavour, to_pandas
+from .frames import Matches, encode_matches, flavour_of, to_flavour, to_pandas
 
-__all__ = ["BIN_EDGES", "RELIABILITY_COLUMNS", "binned_calibration", "reliability"]
+__all__ = [
+    "BIN_EDGES",
+    "DEFAULT_TWINS",
+    "RELIABILITY_COLUMNS",
+    "TWIN_COLUMNS",
+    "CalibrationYardstick",
+    "binned_calibration",
+    "calibration_twins",
+    "reliability",
+    "with_yardstick",
+]
 
 BIN_LO, BIN_WIDTH, N_BINS = -1250.0, 100.0, 24
 BIN_EDGES = BIN_LO + BIN_WIDTH * np.arange(N_BINS + 1)  # −1250 … 1150
 RELIABILITY_COLUMNS = ("fraction", "rho_test_cases", "rho_agents", "mae", "mse", "matches_outside_bins", "orders")
+TWIN_COLUMNS = ("mae_twin", "mae_twin_hi", "miscalibration_visible")
+DEFAULT_TWINS = 10
 
 
-def reliability(matches: Any, result: Any) -> Any:
-    """One row per snapshot fraction: ``fraction, rho_test_cases, rho_agents, mae, mse, matches_outside_bins, orders``.
+def reliability(matches: Any, result: Any, *, twins: int = DEFAULT_TWINS, seed: int = 0) -> Any:
+    """One row per snapshot fraction: ``fraction, rho_test_cases, rho_agents, mae, mse, matches_outside_bins, orders``,
+    and the yardstick ``mae_twin, mae_twin_hi, miscalibration_visible`` on the 100 % row (null on the others).
 
     ``result`` is what :func:`~agielo_dagster.rating.rate` returned for ``matches``.
     It carries the table when rated with ``with_reliability=True`` (the default,
     computed during the rating pass); otherwise the matches are rated again with
-    the result's settings.
+    the result's settings. ``twins`` perfectly calibrated twins of the benchmark give the
+    yardstick (:func:`calibration_twins`, seeded by ``seed``); ``twins=0`` leaves it out and
+    returns the rating pass's table itself.
     """
     if result.reliability is not None and result.n_matches == len(matches):
-        return result.reliability
-    from .glicko import rate
+        table = result.reliability
+    else:
+        from .glicko import rate
 
-    return rate(matches, **result.settings, with_reliability=True).reliability
+        table = rate(matches, **result.settings, with_reliability=True).reliability
+    if not twins:
+        return table
+    return with_yardstick(table, calibration_twins(matches, result, twins=twins, seed=seed))
+
+
+@dataclass(frozen=True)
+class CalibrationYardstick:
+    """What perfectly calibrated twins of a benchmark give for the binned MAE at 100 % (module docstring).
+
+    Attributes
+    ----------
+    mae : float
+        The benchmark's own binned MAE with its published ratings.
+    mae_twins : tuple of float
+        Each twin's binned MAE, rated the same way.
+    mae_twin, mae_twin_hi : float
+        Their mean and 95 % upper quantile (linear interpolation between the twins).
+    miscalibration_visible : bool
+        ``mae > mae_twin_hi``: the ratings miss the scores by more than noise explains.
+    noise : str
+        ``"bernoulli"`` or ``"beta"``; ``dispersion`` φ (1 for Bernoulli).
+    twins, seed : int
+    """
+
+    mae: float
+    mae_twins: tuple[float, ...]
+    mae_twin: float
+    mae_twin_hi: float
+    miscalibration_visible: bool
+    noise: str
+    dispersion: float
+    twins: int
+    seed: int
+
+
+def _bin_cells(agent: np.ndarray, diff: np.ndarray, score: np.ndarray, n_agents: int):
+    """The (agent, bin) cells holding a match, agents and bins in order: cell key, match count, mean difference, mean score."""
+    inside = (diff >= BIN_EDGES[0]) & (diff < BIN_EDGES[-1])
+    key = agent[inside].astype(np.int64) * N_BINS + np.floor((diff[inside] - BIN_LO) / BIN_WIDTH).astype(np.int64)
+    size = n_agents * N_BINS
+    count = np.bincount(key, minlength=size)
+    cells = np.flatnonzero(count)
+    mean_diff = np.bincount(key, diff[inside], size)[cells] / count[cells]
+    empirical = np.bincount(key, score[inside], size)[cells] / count[cells]
+    return cells, count[cells], mean_diff, empirical
+
+
+def _binned_mae(agent: np.ndarray, test_case: np.ndarray, score: np.ndarray, a_mu: np.ndarray, t_mu: np.ndarray, n_agents: int) -> float:
+    """The reliability table's binned MAE (per agent and 100-point bin, match-weighted) of every match, in numpy."""
+    _, count, mean_diff, empirical = _bin_cells(agent, a_mu[agent] - t_mu[test_case], score, n_agents)
+    if not len(count):
+        return float("nan")
+    expected = 1.0 / (1.0 + 10.0 ** (-mean_diff / 400.0))
+    return float(np.sum(count * np.abs(expected - empirical)) / count.sum())
+
+
+def calibration_twins(matches: Any, result: Any, *, twins: int = DEFAULT_TWINS, seed: int = 0) -> CalibrationYardstick:
+    """Rate ``twins`` perfectly calibrated twins of the benchmark and measure their binned MAE at 100 %.
+
+    Parameters
+    ----------
+    matches : DataFrame or pyarrow.Table
+        ``test_case_id, agent_id, metric, score``: the matches ``result`` was rated on.
+    result : RatingResult
+        What :func:`~agielo_dagster.rating.rate` (or ``rate_parquet``) returned for them.
+    twins : int
+        How many twins (each costs one rating pass with the result's orders).
+    seed : int
+        Seed of the twins' scores.
+
+    Returns
+    -------
+    CalibrationYardstick
+    """
+    from .glicko import final_ratings  # imported on use: the package itself loads without numba
+
+    if not isinstance(twins, (int, np.integer)) or isinstance(twins, bool) or twins < 1:
+        raise ValueError(f"twins must be an integer >= 1, got {twins!r}")
+    m = encode_matches(matches)
+    a_mu = _ratings_of(result.agents, "agent_id", m.agent_ids)
+    t_mu = _ratings_of(result.test_cases, "test_case_id", m.test_case_ids)
+    mae = _binned_mae(m.agent, m.test_case, m.score, a_mu, t_mu, m.n_agents)
+    expected = np.clip(1.0 / (1.0 + 10.0 ** (-(a_mu[m.agent] - t_mu[m.test_case]) / 400.0)), 1e-12, 1.0 - 1e-12)
+    binary = bool(np.all((m.score == 0.0) | (m.score == 1.0)))
+    spread = expected * (1.0 - expected)
+    dispersion = 1.0 if binary else float(np.sum((m.score - expected) ** 2) / np.sum(spread))
+    noise = "bernoulli" if binary or dispersion >= 1.0 else "beta"
+    settings = result.settings
+    rng = np.random.default_rng(seed)
+    maes = []
+    for _ in range(int(twins)):
+        if noise == "bernoulli":
+            score = (rng.random(len(m)) < expected).astype(np.float64)
+        else:
+            kappa = 1.0 / dispersion - 1.0
+            score = rng.beta(expected * kappa, (1.0 - expected) * kappa)
+        twin = Matches(m.agent, m.test_case, score, score, m.agent_ids, m.test_case_ids, m.flavour)
+        ta_mu, _, tt_mu, _ = final_ratings(
+            twin,
+            seed=settings["seed"],
+            shuffles=settings["shuffles"],
+            shuffle=settings["shuffle"],
+            init_mu=settings["init_mu"],
+            init_sigma=settings["init_sigma"],
+        )
+        maes.append(_binned_mae(m.agent, m.test_case, score, ta_mu, tt_mu, m.n_agents))
+    mae_twin_hi = float(np.quantile(maes, 0.95))
+    return CalibrationYardstick(
+        mae=mae,
+        mae_twins=tuple(maes),
+        mae_twin=float(np.mean(maes)),
+        mae_twin_hi=mae_twin_hi,
+        miscalibration_visible=bool(mae > mae_twin_hi),
+        noise=noise,
+        dispersion=dispersion,
+        twins=int(twins),
+        seed=seed,
+    )
+
+
+def with_yardstick(table: Any, yardstick: CalibrationYardstick | None) -> Any:
+    """The reliability table with ``mae_twin, mae_twin_hi, miscalibration_visible`` on its 100 % row (null elsewhere).
+
+    With ``yardstick=None`` the three columns are there and null (no twins were rated).
+    """
+    flavour = flavour_of(table)
+    frame = to_pandas(table).copy()
+    final = (frame["fraction"] == 1.0).to_numpy() & (yardstick is not None)
+    frame["mae_twin"] = np.where(final, yardstick.mae_twin if yardstick else np.nan, np.nan)
+    frame["mae_twin_hi"] = np.where(final, yardstick.mae_twin_hi if yardstick else np.nan, np.nan)
+    visible = [yardstick.miscalibration_visible if f else pd.NA for f in final]
+    frame["miscalibration_visible"] = pd.array(visible, dtype="boolean")
+    return to_flavour(frame, flavour)
 
 
 class OrderReliability:
@@ -126,19 +290,14 @@ def binned_calibration(matches: Any, test_cases: Any, agents: Any) -> Any:
     m = encode_matches(matches)
     t_mu = _ratings_of(test_cases, "test_case_id", m.test_case_ids)
     a_mu = _ratings_of(agents, "agent_id", m.agent_ids)
-    diff = a_mu[m.agent] - t_mu[m.test_case]
-    inside = (diff >= BIN_EDGES[0]) & (diff < BIN_EDGES[-1])
-    key = m.agent[inside].astype(np.int64) * N_BINS + np.floor((diff[inside] - BIN_LO) / BIN_WIDTH).astype(np.int64)
-    size = len(m.agent_ids) * N_BINS
-    count = np.bincount(key, minlength=size)
-    cells = np.flatnonzero(count)  # (agent, bin) cells holding a match, agents and bins in order
+    cells, count, mean_diff, empirical = _bin_cells(m.agent, a_mu[m.agent] - t_mu[m.test_case], m.score, len(m.agent_ids))
     out = pd.DataFrame(
         {
             "agent_id": m.agent_ids[cells // N_BINS],
             "bin": cells % N_BINS,
-            "matches": count[cells],
-            "mean_rating_diff": np.bincount(key, diff[inside], size)[cells] / count[cells],
-            "empirical_score": np.bincount(key, m.score[inside], size)[cells] / count[cells],
+            "matches": count,
+            "mean_rating_diff": mean_diff,
+            "empirical_score": empirical,
         }
     )
     out.insert(1, "bin_lo", BIN_EDGES[out["bin"].to_numpy()])

@@ -37,6 +37,13 @@ def test_nightly_job_compares_estimators_and_bounds_uncertainty(daemon, root):
     # binary outcomes: AGI-Elo predicts held-out matches better than knowing only the agent's mean
     assert heldout["agielo", "log_loss"] < heldout["agent_mean", "log_loss"]
     assert heldout["agielo", "brier"] < heldout["agent_mean", "brier"]
+    # the metadata carry the headline: the default prediction against the baselines, and a verdict
+    check = result.asset_materializations_for_node("reliability_heldout")[0].metadata
+    assert check["measure"].value == "log_loss" and check["default_method"].value == "agielo"
+    assert check["default"].value == round(heldout["agielo", "log_loss"], 4)
+    assert check["test_case_mean"].value == round(heldout["test_case_mean", "log_loss"], 4)
+    assert check["additive"].value == round(heldout["additive", "log_loss"], 4)
+    assert check["verdict"].value == "ok"  # simulated from the logistic model: AGI-Elo ties the Rasch fit
 
 
 def _judgment_tick(daemon, cursor=None):

@@ -64,6 +64,10 @@ def test_new_uploads_become_one_run_per_benchmark(daemon, root):
     assert len(matches) == 4 * 60
     rel = read(root, "reliability_reports", "quiz")
     assert len(rel) == 100 and rel["rho_test_cases"].iloc[-1] < -0.8
+    # the yardstick on the 100 % row: simulated from the model, so its binned error is within the twins'
+    assert rel["mae_twin"].iloc[:-1].isna().all() and rel["mae_twin"].iloc[-1] > 0
+    assert rel["mae_twin_hi"].iloc[-1] >= rel["mae_twin"].iloc[-1]
+    assert rel["miscalibration_visible"].iloc[-1] == (rel["mae"].iloc[-1] > rel["mae_twin_hi"].iloc[-1])
     for asset in ("upload_ledger", "match_tables", "agent_ratings", "benchmark_reports"):
         assert materialization_count(daemon.instance, asset, "quiz") == 1
     # nothing changed: the quarantine report once, then nothing at all

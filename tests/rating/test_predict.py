@@ -99,3 +99,39 @@ def test_competency_gaps_refuses_tables_without_ratings():
         competency_gaps(TEST_CASES.drop(columns="mu"), pd.DataFrame({"agent_id": ["a"], "mu": [1.0]}))
     with pytest.raises(MatchTableError, match="row 0: mu nan is not a finite number.*rule: mu_finite"):
         competency_gaps(TEST_CASES, pd.DataFrame({"agent_id": ["a"], "mu": [np.nan]}))
+
+
+def test_score_link_is_the_isotonic_fit_of_score_on_rating_difference():
+    from sklearn.isotonic import IsotonicRegression
+
+    from agielo_dagster.rating import score_link
+
+    agents = pd.DataFrame({"agent_id": ["weak", "strong"], "mu": [1400.0, 1700.0]})
+    matches = pd.DataFrame(
+        {
+            "test_case_id": ["easy", "mid", "hard", "easy", "mid", "hard", "hardest"],
+            "agent_id": ["weak", "weak", "weak", "strong", "strong", "strong", "strong"],
+            "score": [0.9, 0.7, 0.75, 0.95, 0.9, 0.6, 0.8],
+        }
+    ).assign(metric=lambda f: f["score"])
+    link = score_link(matches, TEST_CASES, agents)
+    diff = matches["agent_id"].map({"weak": 1400.0, "strong": 1700.0}) - matches["test_case_id"].map(
+        TEST_CASES.set_index("test_case_id")["mu"]
+    )
+    reference = IsotonicRegression(out_of_bounds="clip").fit(diff, matches["score"])
+    grid = np.linspace(-700, 700, 57)
+    np.testing.assert_allclose(link(grid), reference.predict(grid))
+    assert np.all(np.diff(link(grid)) >= 0) and link.matches == 7
+    # ties are averaged (−400: 0.75 and 0.8; −100: 0.7 and 0.6), then the violators pooled: (0.75 + 0.8 + 0.7 + 0.6)/4
+    assert link(-100.0) == pytest.approx(0.7125) and link(-400.0) == pytest.approx(0.7125)
+    assert link(200.0) == pytest.approx(0.9) and link(900.0) == pytest.approx(0.95)  # flat beyond the last knot
+    # it plugs into every prediction
+    assert expected_score(1400.0, 1200.0, link=link) == pytest.approx(link(200.0))
+    s = minmax(0.0, 10.0, higher_is_better=False)
+    assert expected_metric(1400.0, 1200.0, s, link=link) == pytest.approx(10 - 10 * link(200.0))
+    out = hard_cases(TEST_CASES, 1700.0, 0.8, link=link)
+    assert list(out["test_case_id"]) == ["hardest", "hard"]
+    with pytest.raises(ValueError, match="sigma or link"):
+        expected_score(1400.0, 1200.0, sigma=50.0, link=link)
+    with pytest.raises(MatchTableError, match="'nobody' has no rating"):
+        score_link(matches.head(1).assign(agent_id="nobody"), TEST_CASES, agents)
