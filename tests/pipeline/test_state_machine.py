@@ -366,7 +366,7 @@ class PipelineMachine(RuleBasedStateMachine):
         old = {a: p.read_bytes() if p.exists() else None for a, p in before.items()}
         self.remove_agent(agent)
         _write(self.raw(f"{agent}.csv"), self.results(TEST_CASES, float(self.rng.normal(0, 1))))
-        self.daemon.settle(max_ticks=8)  # the run that will have been killed
+        self.step_runs += self.daemon.settle(max_ticks=8)  # the run that will have been killed (it must not fail either)
         for asset in BENCHMARK_OUTPUTS[point:]:
             path = before[asset]
             if old[asset] is None:
