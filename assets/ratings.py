@@ -110,21 +110,18 @@ def with_provisional_agents(agents: pa.Table, test_cases: pa.Table, partial: pa.
         partial = partial.filter(pc.is_in(ids, value_set=test_cases.column("test_case_id").cast(pa.string())))
     if partial.num_rows == 0:
         return joint
-    from agielo_dagster.rating import DEFAULT_LEVEL, place_on_subset, ranks_among, stratum_weights
+    from agielo_dagster.rating import DEFAULT_LEVEL, place_provisional_agents, ranks_among
 
-    frames = []
-    for _, results in partial.to_pandas().groupby("agent_id", sort=True):
-        design = stratum_weights(test_cases, results["test_case_id"].astype(str))
-        frames.append(place_on_subset(results, test_cases, level=DEFAULT_LEVEL, design=design))
-    placed = pd.concat(frames, ignore_index=True)
+    # in proportion to the partial uploads' own matches: the test-case table is never converted whole
+    placed = place_provisional_agents(partial, test_cases, level=DEFAULT_LEVEL)
     rows = pd.DataFrame({c: pd.Series([None] * len(placed), dtype=object) for c in joint.column_names})
     for column in placed.columns:
         if column in rows:
             rows[column] = placed[column].to_numpy()
     # a provisional agent belongs to the component of most of its test cases (the ratings it was placed against)
-    component = dict(zip(test_cases.column("test_case_id").to_pylist(), test_cases.column("component").to_pylist(), strict=True))
-    played = partial.select(["agent_id", "test_case_id"]).to_pandas().astype(str)
-    played["component"] = played["test_case_id"].map(component)
+    at = pc.index_in(partial.column("test_case_id").cast(pa.string()), value_set=test_cases.column("test_case_id").cast(pa.string()))
+    played = partial.select(["agent_id"]).to_pandas().astype(str)
+    played["component"] = test_cases.column("component").take(at).to_numpy(zero_copy_only=False)
     rows["component"] = placed["agent_id"].map(played.groupby("agent_id")["component"].agg(lambda c: c.mode().min())).to_numpy()
     for c in rows["component"].unique():
         mine = (rows["component"] == c).to_numpy()

@@ -986,16 +986,7 @@ def place_agents(
             column="test_case_id",
         )
     pos = lookup.get_indexer(m.test_case_ids)
-    if (pos < 0).any():
-        unknown = m.test_case_ids[pos < 0]
-        rows = np.flatnonzero(np.isin(m.test_case, np.flatnonzero(pos < 0)))
-        raise MatchTableError(
-            f"new match table row {rows[0]}: test case {unknown[0]!r} has no frozen rating "
-            f"({len(unknown)} unknown test case(s); rule: test_case_known)",
-            rule="test_case_known",
-            row=int(rows[0]),
-            column="test_case_id",
-        )
+    refuse_unknown_test_cases(m, pos)
     played, level_mu, level_prec, final_mu, final_prec = _histories(tc, pos)
     n_a = m.n_agents
     n_t_of = played[m.test_case]
@@ -1056,6 +1047,20 @@ def place_agents(
         }
     )
     return to_flavour(agents, m.flavour)
+
+
+def refuse_unknown_test_cases(m: Matches, pos: np.ndarray) -> None:
+    """Refuse new matches on test cases the frozen table has no rating for (``pos`` < 0), naming the first row."""
+    if (pos < 0).any():
+        unknown = np.asarray(m.test_case_ids)[pos < 0]
+        rows = np.flatnonzero(np.isin(m.test_case, np.flatnonzero(pos < 0)))
+        raise MatchTableError(
+            f"new match table row {rows[0]}: test case {unknown[0]!r} has no frozen rating "
+            f"({len(unknown)} unknown test case(s); rule: test_case_known)",
+            rule="test_case_known",
+            row=int(rows[0]),
+            column="test_case_id",
+        )
 
 
 def _frozen_sandwich(m: Matches, a_mu, t_mu, t_sig) -> tuple[np.ndarray, np.ndarray]:
