@@ -28,7 +28,8 @@ HARDEST_SHOWN = 10
 @dg.asset(
     partitions_def=benchmark_partitions,
     ins={
-        "test_case_ratings": dg.AssetIn(),
+        # what the figures, the report and the explorer show: not the rating histories (two columns per level)
+        "test_case_ratings": dg.AssetIn(metadata={"columns": ["test_case_id", "mu", "sigma", "matches", "mean_metric"]}),
         "agent_ratings": dg.AssetIn(),
         "reliability_reports": dg.AssetIn(),
         "rating_snapshots": dg.AssetIn(metadata={"where": {"kind": "agent"}}),  # the test cases' rows are most of it
@@ -105,7 +106,7 @@ def benchmark_reports(
         explorer = render_explorer(
             benchmark,
             agents,
-            test_case_ratings,
+            test_cases,  # already converted: not a second copy
             tags=test_case_tags if test_case_tags.num_columns > 1 else None,
             slices=slice_ratings if slice_ratings.num_rows else None,
             masses=ability_masses if ability_masses.num_rows else None,

@@ -133,3 +133,20 @@ def test_spearman_ranks_equal_scipys_average_ranks(distinct):
     xs = rng.choice(values, size=20_000)
     xs[rng.random(len(xs)) < 0.5 * (xs == 0.0)] = -0.0  # the two zeros compare equal, so they tie
     assert np.array_equal(_ranks(xs), rankdata(xs, method="average"))
+
+
+def test_calibration_from_arrow_tables_with_dictionary_ids_matches_pandas(matches):
+    """As the warehouse hands them over (ids dictionary-encoded); looked up in arrow, with the same bins as from pandas."""
+    import pyarrow as pa
+
+    result = rate(matches, seed=2, shuffles=1, with_reliability=False)
+    expected = binned_calibration(matches, result.test_cases, result.agents)
+
+    def arrow(frame, column):
+        table = pa.Table.from_pandas(frame, preserve_index=False)
+        return table.set_column(table.schema.get_field_index(column), column, table.column(column).dictionary_encode())
+
+    unrated = result.test_cases.iloc[5:]  # the first five test cases unknown: their matches fall in no bin, as from pandas
+    got = binned_calibration(pa.Table.from_pandas(matches, preserve_index=False), arrow(unrated, "test_case_id"), arrow(result.agents, "agent_id"))
+    pd.testing.assert_frame_equal(got.to_pandas(), binned_calibration(matches, unrated, result.agents))
+    assert expected["matches"].sum() > binned_calibration(matches, unrated, result.agents)["matches"].sum()
