@@ -12,6 +12,7 @@ Uploads are CSV files (``test_case_id,correct``), one per agent, as a user would
 partial upload is 20 rows of test cases the benchmark rates. Generating the files is not timed.
 
     python benchmarks/shapes.py [--matches 1000000] [--ten-million] [--only 1xN,sqrt] [--keep DIR]
+    python benchmarks/shapes.py --placement   # provisional placement alone, against 100,000 and 1M test cases
 
 Timings on a shared machine are noisy (the load average is printed): decide by the memory column.
 """
@@ -109,6 +110,32 @@ def measure(base: Path, agents: int, test_cases: int, partial: bool) -> dict:
     return {"matches": matches, "seconds": seconds, "peak": peak, "bound": BOUND_PER_MATCH * matches + BOUND_BASE, "load": load}
 
 
+def placement() -> None:
+    """3 partial uploads of 20 results placed against frozen tables of 100,000 and 1,000,000 test cases, in this process:
+    place_provisional_agents beside the per-agent stratum_weights + place_on_subset calls it replaced."""
+    import pandas as pd
+
+    from agielo_dagster.rating import place_on_subset, place_provisional_agents, stratum_weights
+
+    rng = np.random.default_rng(0)
+    for n in (100_000, 1_000_000):
+        ids = np.char.add("case-", np.arange(n).astype(str))
+        tc = pa.table({"test_case_id": ids, "mu": rng.normal(1500, 300, n), "sigma": np.full(n, 120.0), "matches": np.ones(n, np.int64)})
+        new = pd.concat(
+            [pd.DataFrame({"test_case_id": ids[rng.choice(n, PARTIAL_ROWS, replace=False)], "agent_id": f"partial_{a}"}) for a in range(3)]
+        )
+        new["metric"] = new["score"] = rng.integers(0, 2, len(new)).astype(float)
+        place_provisional_agents(new.head(PARTIAL_ROWS), tc)  # the engine's compiled code loaded: not timed
+        started = time.perf_counter()
+        place_provisional_agents(new, tc, level=0.95)
+        now = time.perf_counter() - started
+        started = time.perf_counter()
+        for _, results in new.groupby("agent_id"):
+            place_on_subset(results, tc, level=0.95, design=stratum_weights(tc, results["test_case_id"]))
+        before = time.perf_counter() - started
+        print(f"{n:>10,} test cases: place_provisional_agents {now:.2f} s; per agent stratum_weights + place_on_subset {before:.2f} s")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--matches", type=int, default=1_000_000)
@@ -116,7 +143,10 @@ def main() -> None:
     parser.add_argument("--only", default="", help="comma-separated shape names (1xN, 2xN/2, 20xN/20, sqrt, N/5x5)")
     parser.add_argument("--no-partial", action="store_true", help="skip the rows with partial uploads")
     parser.add_argument("--keep", type=Path, default=None, help="work in this folder")
+    parser.add_argument("--placement", action="store_true", help="only time provisional placement against wide tables")
     args = parser.parse_args()
+    if args.placement:
+        return placement()
     base = args.keep or Path(tempfile.mkdtemp(prefix="agielo_shapes_"))
     sizes = [args.matches] + ([10_000_000] if args.ten_million else [])
     wanted = {s for s in args.only.split(",") if s}
