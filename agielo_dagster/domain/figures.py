@@ -174,7 +174,12 @@ def _by_fraction(agents: pd.DataFrame) -> pd.DataFrame:
     """``mu`` as fraction × agent (as ``pivot_table``, mean of repeats), filled with numpy: pivot_table's
     group-and-unstack of 20,000 agents × 100 snapshots held hundreds of MB for a 16 MB matrix."""
     fractions, f_codes = np.unique(agents["fraction"].to_numpy(dtype=np.float64), return_inverse=True)
-    ids, a_codes = np.unique(agents["id"].astype(str).to_numpy(dtype=object), return_inverse=True)
+    codes, uniques = pd.factorize(agents["id"])  # no text per row (the ids arrive dictionary-encoded or as arrow strings)
+    names = np.asarray(pd.Index(uniques).astype(str), dtype=object)
+    order = np.argsort(names, kind="stable")  # columns sorted by id, as pivot_table's
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    ids, a_codes = names[order], rank[codes]
     cell = f_codes * len(ids) + a_codes
     mu = agents["mu"].to_numpy(dtype=np.float64)
     known = ~np.isnan(mu)
