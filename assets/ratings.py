@@ -194,36 +194,40 @@ def _placed_partial_uploads(joint: pa.Table, test_cases: pa.Table, partial: pa.T
     counts = pd.DataFrame({"agent_id": [], "test_cases": [], "unknown": [], "outside": []})
     if partial.num_rows == 0:
         return None, counts
-    from agielo_dagster.rating import DEFAULT_LEVEL, place_on_subset, ranks_among, stratum_weights
+    from agielo_dagster.rating import DEFAULT_LEVEL, place_provisional_agents, ranks_among
 
-    component = dict(zip(test_cases.column("test_case_id").to_pylist(), test_cases.column("component").to_pylist(), strict=True))
-    results = partial.to_pandas().astype({"agent_id": str, "test_case_id": str})
-    results["component"] = results["test_case_id"].map(component)
-    tc = test_cases.to_pandas()
-    single = bool((tc["component"] == 0).all())
-    frames, tallies, by_home = [], [], {}
-    for agent, mine in results.groupby("agent_id", sort=True):
-        known = mine["component"].dropna()
-        home = min(known.unique()) if len(known) else None  # the main component (0) when any of its test cases lie there
-        used = mine[mine["component"] == home]
-        unknown = mine.loc[mine["component"].isna(), "test_case_id"].nunique()
-        tallies.append((agent, mine["test_case_id"].nunique(), unknown, known.size - len(used)))
-        if home is None:
-            continue  # unplaced: none of its test cases is rated
-        if home not in by_home:  # the component's test cases, and its jointly rated agents' intervals
-            ref = joint.filter(pc.and_(pc.equal(joint.column("component"), int(home)), pc.invert(joint.column("provisional"))))
-            by_home[home] = (
-                tc if home == 0 and single else tc[tc["component"] == home].reset_index(drop=True),
-                *(ref.column(k).to_numpy(zero_copy_only=False) for k in ("mu_lo", "mu_hi")),
-            )
-        theirs, ref_lo, ref_hi = by_home[home]
-        design = stratum_weights(theirs, used["test_case_id"])
-        placed = place_on_subset(used.drop(columns="component"), theirs, level=DEFAULT_LEVEL, design=design)
+    # in proportion to the partial uploads' own matches: the test-case table is never converted whole
+    at = pc.index_in(
+        partial.column("test_case_id").cast(pa.string()), value_set=test_cases.column("test_case_id").cast(pa.string())
+    )
+    results = partial.select(["agent_id", "test_case_id"]).to_pandas().astype(str)
+    results["component"] = test_cases.column("component").take(at).to_numpy(zero_copy_only=False)
+    known = results.dropna(subset=["component"])
+    home = known.groupby("agent_id")["component"].min()  # the main component (0) when any of its test cases lie there
+    used = (results["component"] == results["agent_id"].map(home)).to_numpy()
+    is_known = results["component"].notna()
+    per_agent = results.assign(known=is_known, used=used).groupby("agent_id", sort=True)
+    counts = pd.DataFrame(
+        {
+            "test_cases": per_agent["test_case_id"].nunique(),
+            "unknown": results[~is_known].groupby("agent_id")["test_case_id"].nunique(),
+            "outside": per_agent["known"].sum() - per_agent["used"].sum(),
+        }
+    )
+    counts = counts.fillna({"unknown": 0}).astype({"unknown": "int64"}).rename_axis("agent_id").reset_index()
+    if home.empty:
+        return None, counts  # unplaced, every one: none of their test cases is rated
+    components = test_cases.column("component")
+    single = pc.all(pc.equal(components, 0)).as_py()
+    frames = []
+    for c in sorted(home.unique()):
+        theirs = test_cases if single else test_cases.filter(pc.equal(components, int(c)))
+        mine = partial.filter(pa.array(used & (results["component"] == c).to_numpy()))
+        placed = place_provisional_agents(mine, theirs, level=DEFAULT_LEVEL)
+        ref = joint.filter(pc.and_(pc.equal(joint.column("component"), int(c)), pc.invert(joint.column("provisional"))))
+        ref_lo, ref_hi = (ref.column(k).to_numpy(zero_copy_only=False) for k in ("mu_lo", "mu_hi"))
         best, worst = ranks_among(placed["mu_lo"], placed["mu_hi"], ref_lo, ref_hi)
-        frames.append(placed.assign(component=int(home), rank_lo=best, rank_hi=worst))
-    counts = pd.DataFrame(tallies, columns=["agent_id", "test_cases", "unknown", "outside"])
-    if not frames:
-        return None, counts
+        frames.append(placed.assign(component=int(c), rank_lo=best, rank_hi=worst))
     placed = pd.concat(frames, ignore_index=True)
     rows = pd.DataFrame({c: pd.Series([None] * len(placed), dtype=object) for c in joint.column_names})
     for column in placed.columns:

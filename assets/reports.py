@@ -11,7 +11,6 @@ import hashlib
 import dagster as dg
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 from agielo_dagster.resources.storage import ObjectStorage
 
 from agielo_dagster.domain.layout import explorer_path, figure_path, report_path
@@ -29,7 +28,10 @@ HARDEST_SHOWN = 10
 @dg.asset(
     partitions_def=benchmark_partitions,
     ins={
-        "test_case_ratings": dg.AssetIn(),
+        # what the figures, the report and the explorer show: not the rating histories (two columns per level)
+        "test_case_ratings": dg.AssetIn(
+            metadata={"columns": ["test_case_id", "mu", "sigma", "matches", "mean_metric", "component"]}
+        ),
         "agent_ratings": dg.AssetIn(),
         "reliability_reports": dg.AssetIn(),
         "rating_snapshots": dg.AssetIn(metadata={"where": {"kind": "agent"}}),  # the test cases' rows are most of it
@@ -113,9 +115,7 @@ def benchmark_reports(
         explorer = render_explorer(
             benchmark,
             agents,
-            test_case_ratings.filter(pc.equal(test_case_ratings.column("component"), 0))
-            if "component" in test_case_ratings.column_names and len(main_cases) < len(test_cases)
-            else test_case_ratings,
+            main_cases,  # already converted (not a second copy): the main component's test cases
             tags=test_case_tags if test_case_tags.num_columns > 1 else None,
             slices=slice_ratings if slice_ratings.num_rows else None,
             masses=ability_masses if ability_masses.num_rows else None,

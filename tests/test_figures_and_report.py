@@ -177,3 +177,24 @@ def test_figures_and_report_stay_bounded_with_ten_thousand_agents():
     report = render_report("b", pngs, gaps, test_cases.head(10), reliability, inputs, "0+x", "sha256:1")
     assert len(report) < 2_000_000
     assert "9,900 more rows" in report and report.count("<tr>") < 300
+
+
+def test_agent_trajectories_table_is_pivot_table_without_its_memory():
+    """fraction × agent as pandas' pivot_table gives it (mean of repeats, agents with no rating left out), filled with numpy."""
+    from agielo_dagster.domain.figures import _by_fraction
+
+    rng = np.random.default_rng(3)
+    agents = pd.DataFrame(
+        {
+            "fraction": np.repeat([0.01, 0.5, 1.0], 40),
+            "kind": "agent",
+            "id": np.tile([f"a{i:02d}" for i in range(40)], 3),
+            "mu": rng.normal(1500, 200, 120),
+        }
+    )
+    agents.loc[agents["id"] == "a07", "mu"] = np.nan  # never rated: no column
+    agents = pd.concat([agents, agents.iloc[[5]].assign(mu=1234.5)])  # a repeat: averaged
+    expected = agents.astype({"id": str}).pivot_table(index="fraction", columns="id", values="mu")
+    got = _by_fraction(agents)
+    pd.testing.assert_frame_equal(got, expected, check_exact=False, rtol=1e-13, check_column_type=False, check_index_type=False)
+    assert "a07" not in got.columns and got.shape == (3, 39)

@@ -131,6 +131,7 @@ def _tags_data(tags: pd.DataFrame | None, ids: pd.Series, drawn: np.ndarray) -> 
     if tags is None or "test_case_id" not in tags.columns:
         return {"names": [], "values": {}, "summary": {}}
     tags = tags.astype({"test_case_id": str}).drop_duplicates("test_case_id").set_index("test_case_id")
+    ids = ids.astype(str)
     names = [str(c) for c in tags.columns]
     known = tags.reindex(ids)
     values, summary = {}, {}
@@ -205,8 +206,8 @@ def explorer_data(benchmark: str, agents: Any, test_cases: Any, **options: Any) 
     finite = ratings[np.isfinite(ratings)]
     drawn = _drawn(np.where(np.isfinite(ratings), ratings, -np.inf), max_points)
     counts, edges = np.histogram(finite, bins=HISTOGRAM_BINS) if len(finite) else (np.zeros(0), np.zeros(1))
-    ids = test_cases["test_case_id"].astype(str)
-    shown = test_cases.iloc[drawn]
+    column = test_cases["test_case_id"]
+    shown = test_cases.iloc[drawn]  # only the drawn ids become text (a wide benchmark has millions)
     metadata = [str(c) for c in test_cases.columns if str(c).startswith("meta.")][:MAX_METADATA_COLUMNS]
     data = {
         "benchmark": _text(benchmark),
@@ -216,11 +217,11 @@ def explorer_data(benchmark: str, agents: Any, test_cases: Any, **options: Any) 
         "agents": _agents_data(agents, _frame(gaps), np.sort(finite)),
         "testCases": {
             "total": int(len(test_cases)),
-            "drawn": _columns(shown.assign(test_case_id=ids.iloc[drawn].to_numpy()), (*TEST_CASE_COLUMNS, *metadata)),
+            "drawn": _columns(shown.assign(test_case_id=column.iloc[drawn].astype(str).to_numpy()), (*TEST_CASE_COLUMNS, *metadata)),
             "metadata": list(metadata),
             "histogram": {"edges": [_clean(v) for v in edges.tolist()], "counts": [int(v) for v in counts.tolist()]},
         },
-        "tags": _tags_data(_frame(tags), ids, drawn),
+        "tags": _tags_data(_frame(tags), column, drawn),
         "slices": None,
         "masses": _masses_data(masses),
         "reliability": None,

@@ -53,6 +53,7 @@ _HOME = {
     "pairwise_wins": "estimators",
     "place_agents": "glicko",
     "place_on_subset": "selection",
+    "place_provisional_agents": "selection",
     "place_sequentially": "selection",
     "plackett_luce": "estimators",
     "rasch": "estimators",

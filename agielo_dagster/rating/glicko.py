@@ -34,6 +34,7 @@ import pandas as pd
 from . import _kernels as K
 from .cores import usable_cores
 from .frames import (
+    Flavour,
     Matches,
     MatchTableError,
     encode_matches,
@@ -879,7 +880,7 @@ def rate_encoded(m: Matches, settings: dict, *, warn: bool = True) -> RatingResu
     return RatingResult(
         test_cases=to_flavour(test_cases, flav),
         agents=to_flavour(agents, flav),
-        snapshots=to_flavour(snapshots, flav),
+        snapshots=_from_arrow(snapshots, flav),
         reliability=None if reliability is None else to_flavour(reliability, flav),
         settings=settings,
         n_matches=n,
@@ -894,26 +895,39 @@ def _mixture_sigma(mu_k: np.ndarray, sig_k: np.ndarray) -> np.ndarray:
     return np.sqrt((sig_k * sig_k).mean(axis=0) + mu_k.var(axis=0))
 
 
-def _snapshot_table(fractions, agent_ids, a_mu_at, a_sig_at, tc_fractions, test_case_ids, t_mu_at, t_sig_at) -> pd.DataFrame:
-    def block(fr, ids, mu, sig, kind):
-        id_strings = pd.Series(ids).array  # converted to the frame's strings once, then repeated: 5× faster
-        return pd.DataFrame(
-            {
-                "fraction": np.repeat(fr, len(ids)),
-                "kind": kind,
-                "id": id_strings.take(np.tile(np.arange(len(ids)), len(fr))),
-                "mu": mu.ravel(),
-                "sigma": sig.ravel(),
-            }
-        )
+def _snapshot_table(fractions, agent_ids, a_mu_at, a_sig_at, tc_fractions, test_case_ids, t_mu_at, t_sig_at):
+    """The snapshots as one pyarrow table, built column by column: a wide benchmark's test-case rows are copied once.
 
-    return pd.concat(
-        [
-            block(fractions, agent_ids, a_mu_at, a_sig_at, "agent"),
-            block(tc_fractions, test_case_ids, t_mu_at, t_sig_at, "test_case"),
-        ],
-        ignore_index=True,
-    )
+    (A pandas frame per kind, concatenated and converted, held three copies of the test cases'
+    rows at once: 600 bytes a test case, the peak of ``rate`` on a benchmark of one agent.)
+    """
+    import pyarrow as pa
+
+    def column(kind: str, fr, ids, values) -> list:
+        n = len(ids)
+        strings = pa.array(np.asarray(ids, dtype=object), pa.large_string())  # once, then repeated by index
+        return [
+            pa.array(np.repeat(np.asarray(fr, dtype=np.float64), n)),
+            pa.array([kind], pa.large_string()).take(pa.array(np.zeros(len(fr) * n, dtype=np.int64))),
+            strings.take(pa.array(np.tile(np.arange(n, dtype=np.int64), len(fr)))),
+            *(pa.array(np.ascontiguousarray(v, dtype=np.float64).ravel()) for v in values),
+        ]
+
+    agents = column("agent", fractions, agent_ids, (a_mu_at, a_sig_at))
+    cases = column("test_case", tc_fractions, test_case_ids, (t_mu_at, t_sig_at))
+    names = ["fraction", "kind", "id", "mu", "sigma"]
+    return pa.table({name: pa.chunked_array([a, t]) for name, a, t in zip(names, agents, cases, strict=True)})
+
+
+def _from_arrow(table, flavour: Flavour) -> Any:
+    """A pyarrow table as the caller's flavour."""
+    if flavour == "arrow":
+        return table
+    if flavour == "pandas":
+        return table.to_pandas()
+    import polars as pl
+
+    return pl.from_arrow(table)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1011,16 +1025,7 @@ def place_agents(
             column="test_case_id",
         )
     pos = lookup.get_indexer(m.test_case_ids)
-    if (pos < 0).any():
-        unknown = m.test_case_ids[pos < 0]
-        rows = np.flatnonzero(np.isin(m.test_case, np.flatnonzero(pos < 0)))
-        raise MatchTableError(
-            f"new match table row {rows[0]}: test case {unknown[0]!r} has no frozen rating "
-            f"({len(unknown)} unknown test case(s); rule: test_case_known)",
-            rule="test_case_known",
-            row=int(rows[0]),
-            column="test_case_id",
-        )
+    refuse_unknown_test_cases(m, pos)
     played, level_mu, level_prec, final_mu, final_prec = _histories(tc, pos)
     n_a = m.n_agents
     n_t_of = played[m.test_case]
@@ -1081,6 +1086,20 @@ def place_agents(
         }
     )
     return to_flavour(agents, m.flavour)
+
+
+def refuse_unknown_test_cases(m: Matches, pos: np.ndarray) -> None:
+    """Refuse new matches on test cases the frozen table has no rating for (``pos`` < 0), naming the first row."""
+    if (pos < 0).any():
+        unknown = np.asarray(m.test_case_ids)[pos < 0]
+        rows = np.flatnonzero(np.isin(m.test_case, np.flatnonzero(pos < 0)))
+        raise MatchTableError(
+            f"new match table row {rows[0]}: test case {unknown[0]!r} has no frozen rating "
+            f"({len(unknown)} unknown test case(s); rule: test_case_known)",
+            rule="test_case_known",
+            row=int(rows[0]),
+            column="test_case_id",
+        )
 
 
 def _frozen_sandwich(m: Matches, a_mu, t_mu, t_sig) -> tuple[np.ndarray, np.ndarray]:

@@ -263,6 +263,14 @@ class OrderReliability:
 
 def _ratings_of(players: Any, id_column: str, ids: np.ndarray) -> np.ndarray:
     """``mu`` of each of ``ids`` (NaN for an unknown one), converting only the two columns needed."""
+    if flavour_of(players) == "arrow":  # looked up in arrow: no pandas index of a wide benchmark's ids
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        pos = pc.index_in(pa.array(np.asarray(ids, dtype=object), pa.string()), value_set=players.column(id_column).cast(pa.string()))
+        found = pos.is_valid().to_numpy(zero_copy_only=False)
+        mu = players.column("mu").to_numpy().astype(np.float64)
+        return np.where(found, mu[pos.fill_null(0).to_numpy(zero_copy_only=False)], np.nan) if len(mu) else np.full(len(ids), np.nan)
     frame = to_pandas(players, (id_column, "mu")).astype({id_column: str})
     return frame.set_index(id_column)["mu"].reindex(ids).to_numpy()
 

@@ -35,8 +35,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .frames import MatchTableError, encode_matches, floats_of, ids_of, require_columns, to_flavour, to_pandas
-from .glicko import DEFAULT_SHUFFLES, Q, g, place_agents
+from .frames import (
+    MatchTableError,
+    encode_matches,
+    flavour_of,
+    floats_of,
+    ids_of,
+    require_columns,
+    to_flavour,
+    to_pandas,
+)
+from .glicko import DEFAULT_SHUFFLES, Q, g, place_agents, refuse_unknown_test_cases
 from .intervals import z_of
 
 __all__ = [
@@ -45,6 +54,7 @@ __all__ = [
     "expected_information",
     "joint_scale",
     "place_on_subset",
+    "place_provisional_agents",
     "place_sequentially",
     "placement_study",
     "select_test_cases",
@@ -546,16 +556,7 @@ def place_on_subset(
     tc = to_pandas(test_cases)
     pool = _candidates(tc, ())
     pos = pd.Index(pool["test_case_id"]).get_indexer(pd.Index(np.asarray(m.test_case_ids).astype(str)))
-    if (pos < 0).any():
-        unknown = np.asarray(m.test_case_ids)[pos < 0]
-        rows = np.flatnonzero(np.isin(m.test_case, np.flatnonzero(pos < 0)))
-        raise MatchTableError(
-            f"new match table row {rows[0]}: test case {unknown[0]!r} has no frozen rating "
-            f"({len(unknown)} unknown test case(s); rule: test_case_known)",
-            rule="test_case_known",
-            row=int(rows[0]),
-            column="test_case_id",
-        )
+    refuse_unknown_test_cases(m, pos)
     mu_all, sig_all = pool["mu"].to_numpy(), pool["sigma"].to_numpy()
     t_of = pos[m.test_case]
     if design is None:
@@ -576,8 +577,13 @@ def place_on_subset(
     f = np.maximum.accumulate(
         joint_scale(tc, points, shuffles=shuffles, seed=seed, init_mu=init_mu, init_sigma=init_sigma).reshape(-1, 3), axis=1
     )
+    return to_flavour(_placed(m, f, theta, theta_se, z), m.flavour)
+
+
+def _placed(m, f: np.ndarray, theta: np.ndarray, theta_se: np.ndarray, z: float) -> pd.DataFrame:
+    """The placed agents' table from the map's values ``f`` (one row (lo, mid, hi) per agent)."""
     a_n = np.bincount(m.agent, minlength=m.n_agents)
-    agents = pd.DataFrame(
+    return pd.DataFrame(
         {
             "agent_id": m.agent_ids,
             "mu": f[:, 1],
@@ -591,7 +597,112 @@ def place_on_subset(
             "theta_se": theta_se,
         }
     )
-    return to_flavour(agents, m.flavour)
+
+
+SCALE_TEST_CASES = 20_000
+"""At most this many test cases (an even sample by difficulty) carry the map to the joint scale in
+:func:`place_provisional_agents`: the map is a mean over test cases, which 20,000 of them give within
+about an Elo, and its cost then stays the same however wide the benchmark is."""
+
+
+def _positions(test_cases: Any, ids: np.ndarray) -> np.ndarray:
+    """Row of each id (strings) in the test-case table; -1 where it has none. A pyarrow table is never converted."""
+    if flavour_of(test_cases) == "arrow":
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        column = test_cases.column("test_case_id")
+        found = pc.index_in(pa.array(ids, pa.string()), value_set=column.cast(pa.string()))
+        return found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    tc = to_pandas(test_cases, ("test_case_id",))
+    return pd.Index(ids_of(tc, "test_case_id", "test-case table").astype(str)).get_indexer(pd.Index(ids)).astype(np.int64)
+
+
+def _rows(test_cases: Any, positions: np.ndarray) -> pd.DataFrame:
+    """These rows of the test-case table (every column), as pandas: only they are converted."""
+    if flavour_of(test_cases) == "arrow":
+        return test_cases.take(positions).to_pandas()
+    return to_pandas(test_cases).iloc[positions].reset_index(drop=True)
+
+
+def place_provisional_agents(
+    new_matches: Any,
+    test_cases: Any,
+    *,
+    level: float = 0.9,
+    shuffles: int = DEFAULT_SHUFFLES,
+    seed: int | None = 42,
+    init_mu: float = 1500.0,
+    init_sigma: float = 350.0,
+    scale_test_cases: int = SCALE_TEST_CASES,
+) -> pd.DataFrame:
+    """Place each agent of ``new_matches`` from its own results, weighted by difficulty stratum: what a benchmark does with partial uploads.
+
+    Per agent this is :func:`place_on_subset` with ``design=stratum_weights(test_cases, its test
+    cases)``, with the same numbers while the table has at most ``scale_test_cases`` test cases. It
+    costs in proportion to the agents' own matches, not to the benchmark's test cases: the table is
+    indexed and ranked by difficulty once for all agents (a pyarrow table is never converted whole),
+    each agent reads only its own test cases' ratings, and the map to the joint scale
+    (:func:`joint_scale`) is computed on at most ``scale_test_cases`` of them (an even sample by
+    difficulty rank) instead of on every one.
+
+    Parameters
+    ----------
+    new_matches : DataFrame or pyarrow.Table
+        ``test_case_id, agent_id, metric, score``; every test case must be in the table.
+    test_cases : DataFrame or pyarrow.Table
+        The frozen ``test_cases`` of :func:`rate` (unique ids, ``mu``, ``sigma`` and the history columns).
+    level, shuffles, seed, init_mu, init_sigma
+        As for :func:`place_on_subset`.
+    scale_test_cases : int
+        Most test cases the map to the joint scale is computed on.
+
+    Returns
+    -------
+    pandas.DataFrame
+        As :func:`place_on_subset`, one row per agent, sorted by agent id.
+    """
+    z = z_of(level)
+    if not (math.isfinite(init_mu) and math.isfinite(init_sigma) and init_sigma > 0):
+        raise ValueError(f"init_mu must be finite and init_sigma > 0, got {init_mu}, {init_sigma}")
+    if isinstance(scale_test_cases, bool) or not isinstance(scale_test_cases, (int, np.integer)) or scale_test_cases < 1:
+        raise ValueError(f"scale_test_cases must be an integer >= 1, got {scale_test_cases!r}")
+    size = int(scale_test_cases)
+    m = encode_matches(new_matches, "new match table")
+    pos = _positions(test_cases, np.asarray(m.test_case_ids).astype(str))
+    refuse_unknown_test_cases(m, pos)
+    mu_all = floats_of(to_pandas(test_cases, ("mu",)), "mu", "test-case table")
+    n = len(mu_all)
+    order = np.argsort(mu_all, kind="stable")  # difficulty ranks, ties by position (as difficulty_strata)
+    rank = np.empty(n, dtype=np.int64)
+    rank[order] = np.arange(n)
+    sample = order[((np.arange(size) + 0.5) * n / size).astype(np.int64)] if n > size else np.arange(n)
+    del order
+    mine = _rows(test_cases, pos)  # the agents' own test cases
+    mu_t = floats_of(mine, "mu", "test-case table")
+    sig_t = floats_of(mine, "sigma", "test-case table", 0.0) if "sigma" in mine.columns else np.zeros(len(mine))
+    t_of, r_of = m.test_case, rank[pos]
+    del rank, mu_all
+    fits = []
+    for a in range(m.n_agents):
+        rows = np.flatnonzero(m.agent == a)
+        t = t_of[rows]
+        h = default_strata(len(rows), n)
+        strata = r_of[t] * h // n  # as difficulty_strata over the whole table
+        edges = -(-np.arange(h + 1) * n // h)  # the first rank of each stratum
+        n_h = np.bincount(strata, minlength=h)
+        design = np.diff(edges)[strata] / n_h[strata]
+        fits.append(_frozen_fit(m.score[rows], mu_t[t], sig_t[t], design, float(init_mu), float(init_sigma)))
+    theta = np.array([f[0] for f in fits])
+    theta_se = np.array([f[1] for f in fits])
+    reference = _rows(test_cases, sample)
+    f = np.empty((m.n_agents, 3))
+    for a in range(m.n_agents):  # one map per agent, as place_on_subset called per agent
+        points = np.array([theta[a] - z * theta_se[a], theta[a], theta[a] + z * theta_se[a]])
+        f[a] = np.maximum.accumulate(
+            joint_scale(reference, points, shuffles=shuffles, seed=seed, init_mu=init_mu, init_sigma=init_sigma)
+        )
+    return _placed(m, f, theta, theta_se, z)
 
 
 # ---------------------------------------------------------------------------------------------

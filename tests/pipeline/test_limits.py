@@ -102,6 +102,13 @@ def test_memory_of_a_two_million_match_upload_is_bounded_by_the_data(tmp_path, h
     ids = np.char.add("case-", np.arange(n_cases).astype(str))
     for a in range(agents):
         pd.DataFrame({"test_case_id": ids, "correct": rng.integers(0, 2, n_cases)}).to_csv(folder / f"model_{a}.csv", index=False)
+    peak = peak_rss_of_run(root, home)
+    nominal = 300 * agents * n_cases + (1 << 30)
+    assert peak <= nominal, f"peak RSS {peak / 2**20:.0f} MiB > {nominal / 2**20:.0f} MiB"
+
+
+def peak_rss_of_run(root, home) -> int:
+    """Peak RSS in bytes of one `agielo run` over ``root``, in a fresh process (which must rate one benchmark)."""
     code = (
         "import resource, sys; from agielo_dagster.cli import main; code = main(['run', '--storage', sys.argv[1]]); "
         "print('peak_kib', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss); sys.exit(code)"
@@ -112,10 +119,51 @@ def test_memory_of_a_two_million_match_upload_is_bounded_by_the_data(tmp_path, h
         env={**os.environ, "DAGSTER_HOME": str(home)},
         capture_output=True,
         text=True,
-        timeout=900,
+        timeout=1800,
     )
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     assert "rated 1 benchmark(s)" in result.stdout
-    peak = int(result.stdout.split("peak_kib")[1].split()[0]) * 1024
-    nominal = 300 * agents * n_cases + (1 << 30)
+    return int(result.stdout.split("peak_kib")[1].split()[0]) * 1024
+
+
+def write_wide(root, n_cases: int, partial_rows: int = 20, partial_uploads: int = 3) -> int:
+    """A wide benchmark: one agent on ``n_cases`` test cases, and partial uploads of ``partial_rows`` of them; its matches."""
+    folder = root / "raw/wide"
+    folder.mkdir(parents=True)
+    (folder / "benchmark.yaml").write_text("metric: correct\nscoring: identity\n")
+    rng = np.random.default_rng(1)
+    ids = np.char.add("case-", np.arange(n_cases).astype(str))
+    pd.DataFrame({"test_case_id": ids, "correct": rng.integers(0, 2, n_cases)}).to_csv(folder / "model_full.csv", index=False)
+    for k in range(partial_uploads):
+        pick = rng.choice(n_cases, partial_rows, replace=False)
+        pd.DataFrame({"test_case_id": ids[pick], "correct": rng.integers(0, 2, partial_rows)}).to_csv(folder / f"partial_{k}.csv", index=False)
+    return n_cases + partial_uploads * partial_rows
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="issue 25, open: 2,628 MiB against 1,596 MiB here. The engine holds about 1 KB per test case while the "
+    "orders play (each order's arrays, the orders' sums, the first order kept to the end, the ids as Python strings): "
+    "above the 300 bytes a match the bound allows when every match brings a test case",
+)
+def test_memory_of_a_wide_benchmark_with_partial_uploads_is_bounded_by_the_data(tmp_path, home):
+    """1 agent × 2,000,000 test cases + 3 partial uploads of 20 rows (provisional agents): the same bound (issue 25).
+
+    The placement, the snapshot table and the reports step no longer copy every test case's rows
+    (1 × 600,000 + 3 partial uploads: 2,019 -> 1,308 MiB against 1,196); what is left is the engine's
+    state per test case (the reason below). Strict: it fails as soon as the bound holds, to be unmarked.
+    """
+    matches = write_wide(tmp_path / "storage", 2_000_000)
+    peak = peak_rss_of_run(tmp_path / "storage", home)
+    nominal = 300 * matches + (1 << 30)
+    assert peak <= nominal, f"peak RSS {peak / 2**20:.0f} MiB > {nominal / 2**20:.0f} MiB"
+
+
+def test_memory_of_a_small_wide_benchmark_with_partial_uploads_is_bounded_by_the_data(tmp_path, home):
+    """The quick variant: 1 agent × 200,000 test cases + 3 partial uploads, where the fixed 1 GiB is most of the bound."""
+    matches = write_wide(tmp_path / "storage", 200_000)
+    peak = peak_rss_of_run(tmp_path / "storage", home)
+    nominal = 300 * matches + (1 << 30)
     assert peak <= nominal, f"peak RSS {peak / 2**20:.0f} MiB > {nominal / 2**20:.0f} MiB"

@@ -186,7 +186,9 @@ def test_a_guessing_floor_is_visible_above_the_twins_on_100_items():
 
 
 def test_graded_twins_match_the_benchmarks_dispersion(matches):
-    graded = matches.assign(score=lambda f: np.clip(0.5 * f["score"] + 0.25 + np.random.default_rng(0).normal(0, 0.05, len(f)), 0, 1))
+    graded = matches.assign(
+        score=lambda f: np.clip(0.5 * f["score"] + 0.25 + np.random.default_rng(0).normal(0, 0.05, len(f)), 0, 1)
+    )
     graded["metric"] = graded["score"]
     yard = calibration_twins(graded, rate(graded, seed=1), twins=3, seed=0)
     assert yard.noise == "beta" and 0.0 < yard.dispersion < 1.0
@@ -201,3 +203,22 @@ def test_without_twins_the_yardstick_columns_are_there_and_null(matches):
     table = with_yardstick(result.reliability, None)
     assert list(table.columns) == [*RELIABILITY_COLUMNS, *TWIN_COLUMNS]
     assert table[list(TWIN_COLUMNS)].isna().all().all()
+
+
+def test_calibration_from_arrow_tables_with_dictionary_ids_matches_pandas(matches):
+    """As the warehouse hands them over (ids dictionary-encoded); looked up in arrow, with the same bins as from pandas."""
+    import pyarrow as pa
+
+    result = rate(matches, seed=2, shuffles=1, with_reliability=False)
+    expected = binned_calibration(matches, result.test_cases, result.agents)
+
+    def arrow(frame, column):
+        table = pa.Table.from_pandas(frame, preserve_index=False)
+        return table.set_column(table.schema.get_field_index(column), column, table.column(column).dictionary_encode())
+
+    unrated = result.test_cases.iloc[5:]  # the first five test cases unknown: their matches fall in no bin, as from pandas
+    got = binned_calibration(
+        pa.Table.from_pandas(matches, preserve_index=False), arrow(unrated, "test_case_id"), arrow(result.agents, "agent_id")
+    )
+    pd.testing.assert_frame_equal(got.to_pandas(), binned_calibration(matches, unrated, result.agents))
+    assert expected["matches"].sum() > binned_calibration(matches, unrated, result.agents)["matches"].sum()

@@ -8,6 +8,7 @@ import pytest
 from agielo_dagster.rating import (
     MatchTableError,
     place_on_subset,
+    place_provisional_agents,
     place_sequentially,
     rate,
     select_test_cases,
@@ -303,3 +304,56 @@ def test_adaptive_beats_random_on_median_error(study):
 )
 def test_five_percent_ranks_breast_cancer_too(study):
     assert study_summary(study, ("benchmark", "method")).loc[("breast_cancer", "stratified"), "spearman"] >= 0.95
+
+
+# ---------------------------------------------------------------------------------------------
+# place_provisional_agents: many partial uploads against a wide benchmark
+
+
+def partial_uploads(matches, agents, size, seed):
+    """``size`` random results of each of ``agents`` (what a benchmark's partial uploads hold)."""
+    rng = np.random.default_rng(seed)
+    parts = [matches[matches.agent_id == a] for a in agents]
+    return pd.concat([p.iloc[rng.choice(len(p), size, replace=False)] for p in parts], ignore_index=True)
+
+
+def test_provisional_placement_is_place_on_subset_with_stratum_weights(rated):
+    """Below the sample size: the same numbers as the per-agent calls it replaces, from pandas and pyarrow alike."""
+    import pyarrow as pa
+
+    matches, tc = rated
+    new = partial_uploads(matches, ["agent_5", "agent_2", "agent_9"], 40, seed=3)
+    expected = []
+    for _, results in new.groupby("agent_id", sort=True):
+        design = stratum_weights(tc, results["test_case_id"].astype(str))
+        expected.append(place_on_subset(results, tc, level=0.95, design=design))
+    expected = pd.concat(expected, ignore_index=True)
+    for flavour in (tc, pa.Table.from_pandas(tc, preserve_index=False)):
+        got = place_provisional_agents(new, flavour, level=0.95)
+        pd.testing.assert_frame_equal(got, expected, check_exact=False, rtol=1e-12, atol=1e-9)
+
+
+def test_provisional_placement_on_a_sample_of_a_wide_benchmark_stays_within_an_elo():
+    """A wide benchmark (2 agents × 40,000 test cases): the map on an even sample of 4,000 matches the whole table's."""
+    rng = np.random.default_rng(4)
+    matches = simulate_matches(rng.normal(1500, 300, 40_000), [1400.0, 1700.0, 1300.0, 1600.0, 1900.0], seed=2)
+    joint = matches.agent_id.isin(["agent_0", "agent_1"])
+    tc = rate(matches[joint], seed=1, shuffles=2, with_reliability=False).test_cases
+    new = partial_uploads(matches[~joint], ["agent_2", "agent_3", "agent_4"], 30, seed=5)
+    whole = place_provisional_agents(new, tc, shuffles=4, scale_test_cases=len(tc))
+    sample = place_provisional_agents(new, tc, shuffles=4, scale_test_cases=4_000)
+    assert (whole[["theta", "theta_se"]] == sample[["theta", "theta_se"]]).all().all()  # the fit reads every test case it played
+    assert np.abs(whole["mu"] - sample["mu"]).max() < 1.0, (whole, sample)
+    # the interval's ends, 400-700 Elo apart, within 1% of its width (the far tail rests on fewer test cases)
+    width = whole["mu_hi"] - whole["mu_lo"]
+    assert (np.abs(whole["mu_lo"] - sample["mu_lo"]) < 0.01 * width).all() and (np.abs(whole["mu_hi"] - sample["mu_hi"]) < 0.01 * width).all()
+
+
+def test_provisional_placement_refuses_unknown_test_cases(rated):
+    matches, tc = rated
+    new = partial_uploads(matches, ["agent_5"], 5, seed=1)
+    new.loc[2, "test_case_id"] = "nowhere"
+    with pytest.raises(MatchTableError, match="test case 'nowhere' has no frozen rating"):
+        place_provisional_agents(new, tc)
+    with pytest.raises(ValueError, match="scale_test_cases must be an integer >= 1"):
+        place_provisional_agents(new.drop(index=2), tc, scale_test_cases=0)
