@@ -123,6 +123,7 @@ _BOM = b"\xef\xbb\xbf"
 _CSV_BLOCK_BYTES = 16 << 20
 _JSONL_CHUNK_ROWS = 1 << 16
 _JSONL_TEXT_BLOCK = 1 << 20
+_PARQUET_BATCH_ROWS = 1 << 16
 # Unicode White_Space (not RE2's ASCII \s); used for ids in every format
 _WS = r"\x{9}-\x{d}\x{20}\x{85}\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}\x{205f}\x{3000}"
 _PADDED_RE = f"^[{_WS}]|[{_WS}]$"
@@ -1006,17 +1007,13 @@ def _read_parquet(
         raise IngestError(file, "parquet_parse", f"the parquet schema is unreadable: {_cut(str(exc))}") from None
     _check_names(names, file, "the parquet schema")
     check_header(names)
-    try:
-        table = parquet.read(use_threads=False)
-    except Exception as exc:  # noqa: BLE001 - corrupt pages, bad compression, …
-        raise IngestError(
-            file, "parquet_parse", f"not a readable parquet file (truncated or corrupt?): {_cut(str(exc))}"
-        ) from None
-    if table.num_rows != declared_rows or table.num_columns != len(names):
+    arrays = _parquet_arrays(data, file, parquet, meta, PARQUET_EXPANSION * max_bytes, max_bytes)
+    rows = len(arrays[0]) if arrays else 0
+    if rows != declared_rows or len(arrays) != len(names):
         raise IngestError(file, "parquet_parse", "the parquet data does not match its footer (corrupt?)")
     problems: dict[str, _Problem] = {}
     columns = {}
-    for name, values in zip(names, table.columns, strict=True):
+    for name, values in zip(names, arrays, strict=True):
         role = roles.get(name, "meta")
         if role == "id":
             columns[name] = _parquet_ids(values, problems, name)
@@ -1024,7 +1021,69 @@ def _read_parquet(
             columns[name] = _parquet_metric(values, problems, name)
         else:
             columns[name] = _parquet_meta(values)
-    return _Frame(names, columns, table.num_rows, lambda r: None, problems)
+    return _Frame(names, columns, rows, lambda r: None, problems)
+
+
+def _too_big(file: str, what: str, size: int, max_bytes: int) -> IngestError:
+    return IngestError(
+        file,
+        "log_size",
+        f"the parquet file {what} {size:,} bytes; at most {PARQUET_EXPANSION} times the limit of {max_bytes:,}",
+    )
+
+
+_BYTE_ARRAYS = (pa.types.is_string, pa.types.is_large_string, pa.types.is_binary, pa.types.is_large_binary)
+
+
+def _parquet_arrays(
+    data: bytes, file: str, parquet: pq.ParquetFile, meta: pq.FileMetaData, bound: int, max_bytes: int
+) -> list[pa.ChunkedArray]:
+    """Every column of a parquet file, decoded batch by batch and measured as it goes: at most ``bound`` bytes.
+
+    The footer's own sizes are checked first (each column chunk's uncompressed pages, which a row
+    group's ``total_byte_size`` may understate); then text and binary columns are read as
+    dictionaries (a repeated value is held once) and every batch is measured as it will be once
+    expanded, so reading stops at the first batch that brings the total past ``bound``, before the
+    expansion is made.
+    """
+    chunks = 0
+    for g in range(meta.num_row_groups):
+        group = meta.row_group(g)
+        chunks += sum(max(group.column(c).total_uncompressed_size, 0) for c in range(group.num_columns))
+    if chunks > bound:
+        raise _too_big(file, "declares column chunks of", chunks, max_bytes)
+    schema = parquet.schema_arrow
+    as_dictionary = [f.name for f in schema if any(is_type(f.type) for is_type in _BYTE_ARRAYS)]
+    try:
+        reader = pq.ParquetFile(pa.BufferReader(data), read_dictionary=as_dictionary) if as_dictionary else parquet
+        types = list(reader.schema_arrow.types)
+        pieces: list[list[pa.Array]] = [[] for _ in types]
+        total = 0
+        for batch in reader.iter_batches(batch_size=_PARQUET_BATCH_ROWS, use_threads=False):
+            for i, values in enumerate(batch.columns):
+                total += _expanded_nbytes(values)
+                pieces[i].append(values)
+            if total > bound:
+                raise _too_big(file, "decodes to more than", total, max_bytes)
+    except IngestError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - corrupt pages, bad compression, …
+        raise IngestError(
+            file, "parquet_parse", f"not a readable parquet file (truncated or corrupt?): {_cut(str(exc))}"
+        ) from None
+    return [pa.chunked_array(p, type=p[0].type if p else t) for p, t in zip(pieces, types, strict=True)]
+
+
+def _expanded_nbytes(values: pa.Array) -> int:
+    """The bytes an array takes once its dictionary (if any) is expanded into plain values."""
+    if not pa.types.is_dictionary(values.type):
+        return values.nbytes
+    value_type = values.type.value_type
+    if any(is_type(value_type) for is_type in _BYTE_ARRAYS):
+        lengths = pc.take(pc.binary_length(values.dictionary), values.indices)
+        return int(pc.sum(lengths).as_py() or 0) + 9 * len(values)  # values, 8-byte offsets, validity
+    width = value_type.bit_width // 8 if pa.types.is_primitive(value_type) else 8
+    return (width + 1) * len(values) + values.dictionary.nbytes
 
 
 def _decoded(values: pa.ChunkedArray) -> pa.ChunkedArray:
