@@ -181,8 +181,12 @@ def _varint(n: int, length: int | None = None) -> bytes:  # thrift compact: zigz
     return bytes(b | 0x80 for b in out[:-1]) + out[-1:]
 
 
-def understated_footer(size: int = 64 << 20) -> bytes:
-    """A small parquet file (one value of ``size`` bytes) whose footer says its row group decodes to 1,000 bytes."""
+def understated_footer(size: int = 64 << 20, *, column_too: bool = False) -> bytes:
+    """A small parquet file (one value of ``size`` bytes) whose footer says its row group decodes to 1,000 bytes.
+
+    With ``column_too`` the value's column chunk also declares 1,000 uncompressed bytes: only the page
+    headers (which Arrow allocates by) tell the truth.
+    """
     import io
 
     import pyarrow as pa
@@ -194,6 +198,12 @@ def understated_footer(size: int = 64 << 20) -> bytes:
     honest = _varint(2 * declared)
     at = bytes(data).index(honest, footer_start)
     data[at : at + len(honest)] = _varint(2 * 1000, len(honest))
+    if column_too:
+        chunk = pq.ParquetFile(io.BytesIO(bytes(data))).metadata.row_group(0).column(1).total_uncompressed_size
+        honest = _varint(2 * chunk)
+        at = bytes(data).index(honest, footer_start)
+        data[at : at + len(honest)] = _varint(2 * 1000, len(honest))
+        assert pq.ParquetFile(io.BytesIO(bytes(data))).metadata.row_group(0).column(1).total_uncompressed_size == 1000
     assert pq.ParquetFile(io.BytesIO(bytes(data))).metadata.row_group(0).total_byte_size == 1000
     return bytes(data)
 
@@ -251,3 +261,24 @@ def test_a_parquet_footer_that_understates_its_row_group_is_caught(tmp_path):
     rule, peak = peak_of_reading(data, tmp_path)
     assert rule == "log_size"
     assert peak <= _BOUND_MIB, f"reading added {peak} MiB of peak memory"
+
+
+def test_a_parquet_whose_column_chunk_also_understates_its_size_is_caught_by_its_page_headers(tmp_path):
+    """Row group and column chunk both claim 1,000 bytes; the page header (what Arrow allocates by) says 64 MiB."""
+    data = understated_footer(column_too=True)
+    rule, peak = peak_of_reading(data, tmp_path)
+    assert rule == "log_size"
+    assert peak <= _BOUND_MIB, f"reading added {peak} MiB of peak memory"
+
+
+def test_an_ordinary_dictionary_encoded_parquet_within_the_bound_is_read_whole():
+    """The bound refuses expansion, not dictionaries: 10,000 rows of one 100-byte value (1 MB decoded) read as written."""
+    import pyarrow as pa
+
+    from agielo_dagster.domain.readers import read_rows
+
+    note = pa.DictionaryArray.from_arrays(pa.array([0] * 10_000, pa.int32()), pa.array(["y" * 100]))
+    data = _parquet(pa.table({"test_case_id": [str(i) for i in range(10_000)], "note": note}))
+    table = read_rows(data, "raw/b/a.parquet", max_bytes=1 << 20)
+    assert table.column("note").to_pylist() == ["y" * 100] * 10_000
+    assert table.column("test_case_id").to_pylist() == [str(i) for i in range(10_000)]
