@@ -107,6 +107,7 @@ from .contract import (
     MAX_LOG_BYTES,
     MAX_PARQUET_FOOTER_BYTES,
     MAX_QUOTED_CHARS,
+    MAX_ROWS_NAMED,
     MIN_ROW_BYTES,
     PARQUET_EXPANSION,
     BenchmarkSpec,
@@ -260,11 +261,30 @@ def _chunked(values: pa.Array | pa.ChunkedArray | np.ndarray) -> pa.ChunkedArray
 
 @dataclass
 class _Problem:
-    """The first bad value of a column: 0-based row, rule and detail."""
+    """The wrong-typed values of a column: the first's 0-based row, rule and detail, and every bad row (0-based)."""
 
     row: int
     rule: str
     detail: str
+    rows: array | np.ndarray = field(default_factory=lambda: array("q"))  # every bad row, the first included
+
+    def __post_init__(self) -> None:
+        if not len(self.rows):
+            self.rows.append(self.row)
+
+    def add_to(self, problems: Problems) -> None:
+        """Named like every other rule: the first described, the next MAX_ROWS_NAMED numbered, the rest counted."""
+        more = [int(r) for r in self.rows[1 : 1 + MAX_ROWS_NAMED]]
+        problems.add(self.row, self.rule, self.detail, more, len(self.rows))
+
+
+def _note(problems: dict, name: str, row: int, rule: str, detail: Callable[[], str]) -> None:
+    """Record one wrong-typed value of a column (only the first is described)."""
+    seen = problems.get(name)
+    if seen is None:
+        problems[name] = _Problem(row, rule, detail())
+    else:
+        seen.rows.append(row)
 
 
 @dataclass
@@ -405,16 +425,21 @@ def _mask(values: pa.ChunkedArray | pa.Array) -> np.ndarray:
 
 
 def _first_value_problem(frame: _Frame, column: str, missing, reject, describe_missing, problems: Problems | None = None) -> None:
-    """Reject the first row whose value is missing or (per the reader) of a bad type, whichever comes first.
+    """Reject the rows whose value is of a bad type (per the reader) and those whose value is missing.
 
-    With ``problems`` (which gathers instead of raising), every missing row is recorded: the first
-    described, the next ones numbered.
+    With ``problems`` (which gathers instead of raising), every such row is recorded under its rule:
+    the first described, the next ones numbered, the rest counted; without, the first is raised.
     """
-    r = _first(missing)
     typed = frame.problems.get(column)
-    if typed is not None and (r < 0 or typed.row <= r):
-        reject(typed.row, typed.rule, typed.detail)
-        return  # the reader nulls every value of a bad type: its other rows are not "missing"
+    if typed is not None:  # the reader nulls every value of a bad type: those rows are not also "missing"
+        if problems is not None:
+            typed.add_to(problems)
+        else:
+            reject(typed.row, typed.rule, typed.detail)
+        ok = np.ones(len(missing), dtype=bool)
+        ok[np.asarray(typed.rows, dtype=np.int64)] = False
+        missing = pc.and_(missing, pa.array(ok))
+    r = _first(missing)
     if r >= 0:
         if frame.is_blank is not None and frame.is_blank(r):
             reject(r, "csv_blank_row", _BLANK_ROW)
@@ -857,13 +882,14 @@ def _id_piece(values: list, start: int, problems: dict, name: str) -> pa.Array:
             out.append(str(v))
         else:
             out.append(None)
-            if name not in problems:
-                problems[name] = _Problem(
-                    start + i,
-                    "test_case_id_type",
-                    f"test_case_id {_cut(_json_text(v), MAX_QUOTED_CHARS)} is {_json_kind(v)}; ids must be JSON strings "
-                    "or integers (put the id in quotes as it should read)",
-                )
+            _note(
+                problems,
+                name,
+                start + i,
+                "test_case_id_type",
+                lambda v=v: f"test_case_id {_cut(_json_text(v), MAX_QUOTED_CHARS)} is {_json_kind(v)}; ids must be "
+                "JSON strings or integers (put the id in quotes as it should read)",
+            )
     return pa.array(out, pa.string())
 
 
@@ -889,8 +915,7 @@ def _metric_piece(values: list, start: int, problems: dict, name: str) -> pa.Arr
         else:
             reason = f"{name} {_q(v)} is {_json_kind(v)}, not a number; write plain numbers"
         out.append(None)
-        if name not in problems:
-            problems[name] = _Problem(start + i, "metric_numeric", reason)
+        _note(problems, name, start + i, "metric_numeric", lambda reason=reason: reason)
     return pa.array(out, pa.float64())
 
 
@@ -1269,6 +1294,7 @@ def _parquet_ids(values: pa.ChunkedArray, problems: dict, name: str) -> pa.Chunk
             r,
             "test_case_id_type",
             f"test_case_id is a parquet column of {_cut(str(t), 60)} ({_q(values[r].as_py())} in this row); ids must be strings or integers",
+            np.flatnonzero(_mask(pc.is_valid(values))),
         )
     return pa.chunked_array([pa.nulls(len(values), pa.string())])
 
@@ -1290,6 +1316,7 @@ def _parquet_metric(values: pa.ChunkedArray, problems: dict, name: str) -> pa.Ch
                 r,
                 "metric_numeric",
                 f"{name} is a parquet column of {kind} ({_q(values[r].as_py())} in this row), not numbers; write plain numbers",
+                np.flatnonzero(_mask(pc.is_valid(values))),
             )
     return pa.chunked_array([pa.nulls(len(values), pa.float64())])
 
