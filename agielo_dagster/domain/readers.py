@@ -75,7 +75,9 @@ most :data:`~.contract.MAX_COLUMNS` fields and :data:`~.contract.MAX_HEADER_BYTE
 (``header_width``); a parquet file at most that many leaf columns (``header_width``, from the
 footer), a footer of at most :data:`~.contract.MAX_PARQUET_FOOTER_BYTES` (``parquet_footer``),
 at most one row per :data:`~.contract.MIN_ROW_BYTES` bytes of the upload limit and a decoded
-size of at most :data:`~.contract.PARQUET_EXPANSION` times the limit (``log_size``); a jsonl
+size of at most :data:`~.contract.PARQUET_EXPANSION` times the limit (``log_size``: from the
+footer, then the page headers, then measured batch by batch as it is read, never trusting the
+footer alone; see :func:`_parquet_arrays`); a jsonl
 file at most that many distinct keys (``header_width``) and arrays or objects nested at most
 :data:`~.contract.MAX_JSON_DEPTH` deep (``jsonl_depth``); every file at most ``max_bytes``
 (``log_size``). Memory is bounded by the data: the csv path is pyarrow's reader with explicit
@@ -1066,8 +1068,9 @@ def _parquet_arrays(
     """Every column of a parquet file, decoded batch by batch and measured as it goes: at most ``bound`` bytes.
 
     The footer's own sizes are checked first (each column chunk's uncompressed pages, which a row
-    group's ``total_byte_size`` may understate); then text and binary columns are read as
-    dictionaries (a repeated value is held once) and every batch is measured as it will be once
+    group's ``total_byte_size`` may understate), then the page headers (:func:`_page_survey`: what
+    decompression allocates, and which text columns could expand). Those are read as dictionaries
+    (a repeated value held once), the others plain; every batch is measured as it will be once
     expanded, so reading stops at the first batch that brings the total past ``bound``, before the
     expansion is made.
     """
