@@ -149,7 +149,7 @@ def test_security_md_gives_the_code_s_figures_and_policies():
     assert f"at most {contract.MAX_SPEC_BYTES >> 10} KiB" in text
     assert f"at most {contract.MAX_NAME_LENGTH} characters" in text
     assert f"at most {contract.MAX_COLUMNS} columns" in text
-    assert f"declared decoded size ≤ {contract.PARQUET_EXPANSION} × the limit" in text
+    assert f"what reading it allocates ≤ {contract.PARQUET_EXPANSION} × the limit" in text
     assert f"one per {contract.MIN_ROW_BYTES} bytes" in text
     assert f"≤ {archive.MAX_ARCHIVE_MEMBERS:,} members" in text
     assert f"central directory ≤ {archive.MAX_CENTRAL_DIRECTORY_BYTES >> 20} MiB" in text
@@ -159,7 +159,7 @@ def test_security_md_gives_the_code_s_figures_and_policies():
     assert "leaves the agent's last accepted version in place" not in text
 
 
-# -- parquet: the decoded-size bound and what it trusts (known gaps, reproduced; the fix belongs in readers.py) -----
+# -- parquet: the decoded-size bound holds whatever the footer says (peak RSS measured in a fresh process) --------
 
 def _parquet(table) -> bytes:
     import io
