@@ -282,3 +282,28 @@ def test_an_ordinary_dictionary_encoded_parquet_within_the_bound_is_read_whole()
     table = read_rows(data, "raw/b/a.parquet", max_bytes=1 << 20)
     assert table.column("note").to_pylist() == ["y" * 100] * 10_000
     assert table.column("test_case_id").to_pylist() == [str(i) for i in range(10_000)]
+
+
+def test_text_stored_by_prefix_is_read_and_still_bounded():
+    """DELTA_BYTE_ARRAY text (Spark writes it) cannot be read as a dictionary: it is read plain, in small batches."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    import pytest
+
+    from agielo_dagster.domain.contract import IngestError
+    from agielo_dagster.domain.readers import read_rows
+
+    def delta(values: list[str]) -> bytes:
+        sink = io.BytesIO()
+        table = pa.table({"test_case_id": [str(i) for i in range(len(values))], "note": values})
+        pq.write_table(table, sink, use_dictionary=False, column_encoding={"note": "DELTA_BYTE_ARRAY"})
+        return sink.getvalue()
+
+    ordinary = [f"answer {i % 3}" for i in range(1000)]
+    assert read_rows(delta(ordinary), "raw/b/a.parquet", max_bytes=1 << 20).column("note").to_pylist() == ordinary
+    data = delta(["y" * 10_000] * 10_000)  # 100 MB decoded, a few KB stored: every value is the previous one's prefix
+    assert len(data) < 200_000
+    with pytest.raises(IngestError, match="log_size"):
+        read_rows(data, "raw/b/a.parquet", max_bytes=1 << 20)

@@ -127,6 +127,7 @@ _CSV_BLOCK_BYTES = 16 << 20
 _JSONL_CHUNK_ROWS = 1 << 16
 _JSONL_TEXT_BLOCK = 1 << 20
 _PARQUET_BATCH_ROWS = 1 << 18
+_PARQUET_PREFIX_BATCH_ROWS = 1 << 10  # text stored by prefix (DELTA_BYTE_ARRAY) is read plain: small batches
 # Unicode White_Space (not RE2's ASCII \s); used for ids in every format
 _WS = r"\x{9}-\x{d}\x{20}\x{85}\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}\x{205f}\x{3000}"
 _PADDED_RE = f"^[{_WS}]|[{_WS}]$"
@@ -1080,13 +1081,13 @@ def _parquet_arrays(
         chunks += sum(max(group.column(c).total_uncompressed_size, 0) for c in range(group.num_columns))
     if chunks > bound:
         raise _too_big(file, "declares column chunks of", chunks, max_bytes)
-    pages, expanding = _page_survey(data, meta, bound)
+    pages, expanding, prefixed = _page_survey(data, meta, bound)
     if pages > bound:
         raise _too_big(file, "has pages that decompress to", pages, max_bytes)
     schema = parquet.schema_arrow
     as_dictionary, leaf = [], 0
     for f in schema:
-        if any(is_type(f.type) for is_type in _BYTE_ARRAYS) and leaf in expanding:
+        if any(is_type(f.type) for is_type in _BYTE_ARRAYS) and leaf in expanding and leaf not in prefixed:
             as_dictionary.append(f.name)
         leaf += _leaves(f.type)
     try:
@@ -1094,7 +1095,8 @@ def _parquet_arrays(
         types = list(reader.schema_arrow.types)
         pieces: list[list[pa.Array]] = [[] for _ in types]
         total = 0
-        for batch in reader.iter_batches(batch_size=_PARQUET_BATCH_ROWS, use_threads=False):
+        rows = _PARQUET_PREFIX_BATCH_ROWS if prefixed else _PARQUET_BATCH_ROWS
+        for batch in reader.iter_batches(batch_size=rows, use_threads=False):
             for i, values in enumerate(batch.columns):
                 total += _expanded_nbytes(values)
                 pieces[i].append(values)
@@ -1122,17 +1124,19 @@ _DICTIONARY_ENCODED = frozenset({2, 8})  # PLAIN_DICTIONARY, RLE_DICTIONARY
 _CODECS = {"UNCOMPRESSED": None, "SNAPPY": "snappy", "GZIP": "gzip", "ZSTD": "zstd", "BROTLI": "brotli", "LZ4_RAW": "lz4_raw"}
 
 
-def _page_survey(data: bytes, meta: pq.FileMetaData, bound: int) -> tuple[int, set[int]]:
-    """(bytes every page decompresses to, the leaf columns to read as dictionaries), from the page headers.
+def _page_survey(data: bytes, meta: pq.FileMetaData, bound: int) -> tuple[int, set[int], set[int]]:
+    """(bytes every page decompresses to, the leaf columns to read as dictionaries, those with text
+    stored by prefix), from the page headers.
 
     Arrow allocates each page by its header's ``uncompressed_page_size`` (and fails a page that
     decompresses to anything else), so their sum bounds what decompression holds. A text column's
     dictionary-encoded pages expand to at most their values times the dictionary's longest value
     (read from the dictionary page); columns are read plain while these bounds add up to at most
-    ``bound``. A column beyond that, with pages stored another way (prefix-delta), or whose pages
-    cannot be walked here, is read as a dictionary and measured expanded.
+    ``bound``. A column beyond that, or whose pages cannot be walked here, is read as a dictionary
+    and measured expanded. Text stored by prefix (``DELTA_BYTE_ARRAY``, which Arrow cannot read as
+    a dictionary) is read plain, in small batches.
     """
-    total, expansion, expanding = 0, 0, set()
+    total, expansion, expanding, prefixed = 0, 0, set(), set()
     for g in range(meta.num_row_groups):
         group = meta.row_group(g)
         for c in range(group.num_columns):
@@ -1146,17 +1150,21 @@ def _page_survey(data: bytes, meta: pq.FileMetaData, bound: int) -> tuple[int, s
                 expanding.add(c)
                 continue
             total += size
+            if grows < 0:  # stored by prefix
+                prefixed.add(c)
+                continue
             expansion += grows
             if expansion > bound:
                 expanding.add(c)
-    return total, expanding
+    return total, expanding, prefixed
 
 
 def _walk_pages(data: bytes, pos: int, end: int, column: pq.ColumnChunkMetaData) -> tuple[int, int]:
-    """The pages of one column chunk: (sum of uncompressed sizes, most bytes its dictionary-encoded values expand to)."""
+    """The pages of one column chunk: (sum of uncompressed sizes, most bytes its dictionary-encoded values
+    expand to, or -1 where text is stored by prefix)."""
     if pos < 0 or end > len(data) or pos >= end:
         raise ValueError("column chunk outside the file")
-    total, longest, encoded = 0, 0, 0
+    total, longest, encoded, prefixed = 0, 0, 0, False
     while pos < end:
         reader = _Thrift(data, pos, end)
         header = reader.struct(0, wanted=(5, 7, 8))
@@ -1172,9 +1180,9 @@ def _walk_pages(data: bytes, pos: int, end: int, column: pq.ColumnChunkMetaData)
             if encoding in _DICTIONARY_ENCODED and column.physical_type == "BYTE_ARRAY":
                 encoded += max(values, 0)
             elif encoding not in _WHOLE_VALUES and column.physical_type == "BYTE_ARRAY":
-                raise ValueError("values stored by prefix")
+                prefixed = True
         pos = reader.pos + compressed
-    return total, encoded * longest
+    return total, -1 if prefixed else encoded * longest
 
 
 def _longest_value(data: bytes, pos: int, compressed: int, uncompressed: int, compression: str) -> int:
