@@ -75,7 +75,9 @@ most :data:`~.contract.MAX_COLUMNS` fields and :data:`~.contract.MAX_HEADER_BYTE
 (``header_width``); a parquet file at most that many leaf columns (``header_width``, from the
 footer), a footer of at most :data:`~.contract.MAX_PARQUET_FOOTER_BYTES` (``parquet_footer``),
 at most one row per :data:`~.contract.MIN_ROW_BYTES` bytes of the upload limit and a decoded
-size of at most :data:`~.contract.PARQUET_EXPANSION` times the limit (``log_size``); a jsonl
+size of at most :data:`~.contract.PARQUET_EXPANSION` times the limit (``log_size``: from the
+footer, then the page headers, then measured batch by batch as it is read, never trusting the
+footer alone; see :func:`_parquet_arrays`); a jsonl
 file at most that many distinct keys (``header_width``) and arrays or objects nested at most
 :data:`~.contract.MAX_JSON_DEPTH` deep (``jsonl_depth``); every file at most ``max_bytes``
 (``log_size``). Memory is bounded by the data: the csv path is pyarrow's reader with explicit
@@ -107,6 +109,7 @@ from .contract import (
     MAX_LOG_BYTES,
     MAX_PARQUET_FOOTER_BYTES,
     MAX_QUOTED_CHARS,
+    MAX_ROWS_NAMED,
     MIN_ROW_BYTES,
     PARQUET_EXPANSION,
     BenchmarkSpec,
@@ -123,6 +126,8 @@ _BOM = b"\xef\xbb\xbf"
 _CSV_BLOCK_BYTES = 16 << 20
 _JSONL_CHUNK_ROWS = 1 << 16
 _JSONL_TEXT_BLOCK = 1 << 20
+_PARQUET_BATCH_ROWS = 1 << 18
+_PARQUET_PREFIX_BATCH_ROWS = 1 << 10  # text stored by prefix (DELTA_BYTE_ARRAY) is read plain: small batches
 # Unicode White_Space (not RE2's ASCII \s); used for ids in every format
 _WS = r"\x{9}-\x{d}\x{20}\x{85}\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}\x{205f}\x{3000}"
 _PADDED_RE = f"^[{_WS}]|[{_WS}]$"
@@ -259,11 +264,30 @@ def _chunked(values: pa.Array | pa.ChunkedArray | np.ndarray) -> pa.ChunkedArray
 
 @dataclass
 class _Problem:
-    """The first bad value of a column: 0-based row, rule and detail."""
+    """The wrong-typed values of a column: the first's 0-based row, rule and detail, and every bad row (0-based)."""
 
     row: int
     rule: str
     detail: str
+    rows: array | np.ndarray = field(default_factory=lambda: array("q"))  # every bad row, the first included
+
+    def __post_init__(self) -> None:
+        if not len(self.rows):
+            self.rows.append(self.row)
+
+    def add_to(self, problems: Problems) -> None:
+        """Named like every other rule: the first described, the next MAX_ROWS_NAMED numbered, the rest counted."""
+        more = [int(r) for r in self.rows[1 : 1 + MAX_ROWS_NAMED]]
+        problems.add(self.row, self.rule, self.detail, more, len(self.rows))
+
+
+def _note(problems: dict, name: str, row: int, rule: str, detail: Callable[[], str]) -> None:
+    """Record one wrong-typed value of a column (only the first is described)."""
+    seen = problems.get(name)
+    if seen is None:
+        problems[name] = _Problem(row, rule, detail())
+    else:
+        seen.rows.append(row)
 
 
 @dataclass
@@ -404,16 +428,21 @@ def _mask(values: pa.ChunkedArray | pa.Array) -> np.ndarray:
 
 
 def _first_value_problem(frame: _Frame, column: str, missing, reject, describe_missing, problems: Problems | None = None) -> None:
-    """Reject the first row whose value is missing or (per the reader) of a bad type, whichever comes first.
+    """Reject the rows whose value is of a bad type (per the reader) and those whose value is missing.
 
-    With ``problems`` (which gathers instead of raising), every missing row is recorded: the first
-    described, the next ones numbered.
+    With ``problems`` (which gathers instead of raising), every such row is recorded under its rule:
+    the first described, the next ones numbered, the rest counted; without, the first is raised.
     """
-    r = _first(missing)
     typed = frame.problems.get(column)
-    if typed is not None and (r < 0 or typed.row <= r):
-        reject(typed.row, typed.rule, typed.detail)
-        return  # the reader nulls every value of a bad type: its other rows are not "missing"
+    if typed is not None:  # the reader nulls every value of a bad type: those rows are not also "missing"
+        if problems is not None:
+            typed.add_to(problems)
+        else:
+            reject(typed.row, typed.rule, typed.detail)
+        ok = np.ones(len(missing), dtype=bool)
+        ok[np.asarray(typed.rows, dtype=np.int64)] = False
+        missing = pc.and_(missing, pa.array(ok))
+    r = _first(missing)
     if r >= 0:
         if frame.is_blank is not None and frame.is_blank(r):
             reject(r, "csv_blank_row", _BLANK_ROW)
@@ -856,13 +885,14 @@ def _id_piece(values: list, start: int, problems: dict, name: str) -> pa.Array:
             out.append(str(v))
         else:
             out.append(None)
-            if name not in problems:
-                problems[name] = _Problem(
-                    start + i,
-                    "test_case_id_type",
-                    f"test_case_id {_cut(_json_text(v), MAX_QUOTED_CHARS)} is {_json_kind(v)}; ids must be JSON strings "
-                    "or integers (put the id in quotes as it should read)",
-                )
+            _note(
+                problems,
+                name,
+                start + i,
+                "test_case_id_type",
+                lambda v=v: f"test_case_id {_cut(_json_text(v), MAX_QUOTED_CHARS)} is {_json_kind(v)}; ids must be "
+                "JSON strings or integers (put the id in quotes as it should read)",
+            )
     return pa.array(out, pa.string())
 
 
@@ -888,8 +918,7 @@ def _metric_piece(values: list, start: int, problems: dict, name: str) -> pa.Arr
         else:
             reason = f"{name} {_q(v)} is {_json_kind(v)}, not a number; write plain numbers"
         out.append(None)
-        if name not in problems:
-            problems[name] = _Problem(start + i, "metric_numeric", reason)
+        _note(problems, name, start + i, "metric_numeric", lambda reason=reason: reason)
     return pa.array(out, pa.float64())
 
 
@@ -1006,17 +1035,13 @@ def _read_parquet(
         raise IngestError(file, "parquet_parse", f"the parquet schema is unreadable: {_cut(str(exc))}") from None
     _check_names(names, file, "the parquet schema")
     check_header(names)
-    try:
-        table = parquet.read(use_threads=False)
-    except Exception as exc:  # noqa: BLE001 - corrupt pages, bad compression, …
-        raise IngestError(
-            file, "parquet_parse", f"not a readable parquet file (truncated or corrupt?): {_cut(str(exc))}"
-        ) from None
-    if table.num_rows != declared_rows or table.num_columns != len(names):
+    arrays = _parquet_arrays(data, file, parquet, meta, PARQUET_EXPANSION * max_bytes, max_bytes)
+    rows = len(arrays[0]) if arrays else 0
+    if rows != declared_rows or len(arrays) != len(names):
         raise IngestError(file, "parquet_parse", "the parquet data does not match its footer (corrupt?)")
     problems: dict[str, _Problem] = {}
     columns = {}
-    for name, values in zip(names, table.columns, strict=True):
+    for name, values in zip(names, arrays, strict=True):
         role = roles.get(name, "meta")
         if role == "id":
             columns[name] = _parquet_ids(values, problems, name)
@@ -1024,7 +1049,241 @@ def _read_parquet(
             columns[name] = _parquet_metric(values, problems, name)
         else:
             columns[name] = _parquet_meta(values)
-    return _Frame(names, columns, table.num_rows, lambda r: None, problems)
+    return _Frame(names, columns, rows, lambda r: None, problems)
+
+
+def _too_big(file: str, what: str, size: int, max_bytes: int) -> IngestError:
+    return IngestError(
+        file,
+        "log_size",
+        f"the parquet file {what} {size:,} bytes; at most {PARQUET_EXPANSION} times the limit of {max_bytes:,}",
+    )
+
+
+_BYTE_ARRAYS = (pa.types.is_string, pa.types.is_large_string, pa.types.is_binary, pa.types.is_large_binary)
+
+
+def _parquet_arrays(
+    data: bytes, file: str, parquet: pq.ParquetFile, meta: pq.FileMetaData, bound: int, max_bytes: int
+) -> list[pa.ChunkedArray]:
+    """Every column of a parquet file, decoded batch by batch and measured as it goes: at most ``bound`` bytes.
+
+    The footer's own sizes are checked first (each column chunk's uncompressed pages, which a row
+    group's ``total_byte_size`` may understate), then the page headers (:func:`_page_survey`: what
+    decompression allocates, and which text columns could expand). Those are read as dictionaries
+    (a repeated value held once), the others plain; every batch is measured as it will be once
+    expanded, so reading stops at the first batch that brings the total past ``bound``, before the
+    expansion is made.
+    """
+    chunks = 0
+    for g in range(meta.num_row_groups):
+        group = meta.row_group(g)
+        chunks += sum(max(group.column(c).total_uncompressed_size, 0) for c in range(group.num_columns))
+    if chunks > bound:
+        raise _too_big(file, "declares column chunks of", chunks, max_bytes)
+    pages, expanding, prefixed = _page_survey(data, meta, bound)
+    if pages > bound:
+        raise _too_big(file, "has pages that decompress to", pages, max_bytes)
+    schema = parquet.schema_arrow
+    as_dictionary, leaf = [], 0
+    for f in schema:
+        if any(is_type(f.type) for is_type in _BYTE_ARRAYS) and leaf in expanding and leaf not in prefixed:
+            as_dictionary.append(f.name)
+        leaf += _leaves(f.type)
+    try:
+        reader = pq.ParquetFile(pa.BufferReader(data), read_dictionary=as_dictionary) if as_dictionary else parquet
+        types = list(reader.schema_arrow.types)
+        pieces: list[list[pa.Array]] = [[] for _ in types]
+        total = 0
+        rows = _PARQUET_PREFIX_BATCH_ROWS if prefixed else _PARQUET_BATCH_ROWS
+        for batch in reader.iter_batches(batch_size=rows, use_threads=False):
+            for i, values in enumerate(batch.columns):
+                total += _expanded_nbytes(values)
+                pieces[i].append(values)
+            if total > bound:
+                raise _too_big(file, "decodes to more than", total, max_bytes)
+    except IngestError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - corrupt pages, bad compression, …
+        raise IngestError(
+            file, "parquet_parse", f"not a readable parquet file (truncated or corrupt?): {_cut(str(exc))}"
+        ) from None
+    return [pa.chunked_array(p, type=p[0].type if p else t) for p, t in zip(pieces, types, strict=True)]
+
+
+def _leaves(t: pa.DataType) -> int:
+    """How many parquet leaf columns an Arrow field of type ``t`` is stored as."""
+    if pa.types.is_dictionary(t) or not t.num_fields:
+        return 1
+    return sum(_leaves(t.field(i).type) for i in range(t.num_fields))
+
+
+# data page encodings whose values are stored whole (decoded size = stored size): PLAIN, DELTA_LENGTH_BYTE_ARRAY
+_WHOLE_VALUES = frozenset({0, 6})
+_DICTIONARY_ENCODED = frozenset({2, 8})  # PLAIN_DICTIONARY, RLE_DICTIONARY
+_CODECS = {"UNCOMPRESSED": None, "SNAPPY": "snappy", "GZIP": "gzip", "ZSTD": "zstd", "BROTLI": "brotli", "LZ4_RAW": "lz4_raw"}
+
+
+def _page_survey(data: bytes, meta: pq.FileMetaData, bound: int) -> tuple[int, set[int], set[int]]:
+    """(bytes every page decompresses to, the leaf columns to read as dictionaries, those with text
+    stored by prefix), from the page headers.
+
+    Arrow allocates each page by its header's ``uncompressed_page_size`` (and fails a page that
+    decompresses to anything else), so their sum bounds what decompression holds. A text column's
+    dictionary-encoded pages expand to at most their values times the dictionary's longest value
+    (read from the dictionary page); columns are read plain while these bounds add up to at most
+    ``bound``. A column beyond that, or whose pages cannot be walked here, is read as a dictionary
+    and measured expanded. Text stored by prefix (``DELTA_BYTE_ARRAY``, which Arrow cannot read as
+    a dictionary) is read plain, in small batches.
+    """
+    total, expansion, expanding, prefixed = 0, 0, set(), set()
+    for g in range(meta.num_row_groups):
+        group = meta.row_group(g)
+        for c in range(group.num_columns):
+            column = group.column(c)
+            start = column.data_page_offset
+            if column.has_dictionary_page and 0 < (column.dictionary_page_offset or 0) < start:
+                start = column.dictionary_page_offset
+            try:
+                size, grows = _walk_pages(data, start, start + column.total_compressed_size, column)
+            except (ValueError, IndexError, KeyError, pa.ArrowException):
+                expanding.add(c)
+                continue
+            total += size
+            if grows < 0:  # stored by prefix
+                prefixed.add(c)
+                continue
+            expansion += grows
+            if expansion > bound:
+                expanding.add(c)
+    return total, expanding, prefixed
+
+
+def _walk_pages(data: bytes, pos: int, end: int, column: pq.ColumnChunkMetaData) -> tuple[int, int]:
+    """The pages of one column chunk: (sum of uncompressed sizes, most bytes its dictionary-encoded values
+    expand to, or -1 where text is stored by prefix)."""
+    if pos < 0 or end > len(data) or pos >= end:
+        raise ValueError("column chunk outside the file")
+    total, longest, encoded, prefixed = 0, 0, 0, False
+    while pos < end:
+        reader = _Thrift(data, pos, end)
+        header = reader.struct(0, wanted=(5, 7, 8))
+        uncompressed, compressed, kind = header.get(2, -1), header.get(3, -1), header.get(1, -1)
+        if uncompressed < 0 or compressed < 0:
+            raise ValueError("page header without sizes")
+        total += uncompressed
+        values, encoding = header.get(5, header.get(8, {})).get(1, -1), header.get(5, {}).get(2, header.get(8, {}).get(4, -1))
+        if kind == 2:
+            if column.physical_type == "BYTE_ARRAY":
+                longest = max(longest, _longest_value(data, reader.pos, compressed, uncompressed, column.compression))
+        elif kind in (0, 3):
+            if encoding in _DICTIONARY_ENCODED and column.physical_type == "BYTE_ARRAY":
+                encoded += max(values, 0)
+            elif encoding not in _WHOLE_VALUES and column.physical_type == "BYTE_ARRAY":
+                prefixed = True
+        pos = reader.pos + compressed
+    return total, -1 if prefixed else encoded * longest
+
+
+def _longest_value(data: bytes, pos: int, compressed: int, uncompressed: int, compression: str) -> int:
+    """The longest value of a PLAIN byte-array dictionary page (4-byte length, then the bytes)."""
+    codec = _CODECS[compression]
+    page = memoryview(data)[pos : pos + compressed]
+    if codec is not None:
+        page = memoryview(pa.decompress(page, decompressed_size=uncompressed, codec=codec))
+    longest, at, n = 0, 0, len(page)
+    while at < n:
+        length = int.from_bytes(page[at : at + 4], "little")
+        longest = max(longest, length)
+        at += 4 + length
+    return longest
+
+
+class _Thrift:
+    """Just enough of Thrift's compact protocol to read a parquet page header (i32/i64 fields, nested structs)."""
+
+    def __init__(self, data: bytes, pos: int, end: int):
+        self.data, self.pos, self.end = data, pos, end
+
+    def byte(self) -> int:
+        if self.pos >= self.end:
+            raise ValueError("page header runs past its column chunk")
+        b = self.data[self.pos]
+        self.pos += 1
+        return b
+
+    def varint(self) -> int:
+        n = shift = 0
+        while True:
+            b = self.byte()
+            n |= (b & 0x7F) << shift
+            if not b & 0x80:
+                return n
+            shift += 7
+            if shift > 63:
+                raise ValueError("varint too long")
+
+    def zigzag(self) -> int:
+        n = self.varint()
+        return (n >> 1) ^ -(n & 1)
+
+    def struct(self, depth: int, wanted: tuple[int, ...] = ()) -> dict:
+        if depth > 8:
+            raise ValueError("page header nested too deep")
+        out: dict = {}
+        field_id = 0
+        while (head := self.byte()) != 0:
+            kind, delta = head & 0x0F, head >> 4
+            field_id = field_id + delta if delta else self.zigzag()
+            if kind in (5, 6):
+                out[field_id] = self.zigzag()
+            elif kind == 12 and field_id in wanted:
+                out[field_id] = self.struct(depth + 1)
+            else:
+                self.skip(kind, depth)
+        return out
+
+    def skip(self, kind: int, depth: int, in_list: bool = False) -> None:
+        if kind in (1, 2):
+            self.pos += 1 if in_list else 0
+        elif kind == 3:
+            self.pos += 1
+        elif kind in (4, 5, 6):
+            self.varint()
+        elif kind == 7:
+            self.pos += 8
+        elif kind == 8:
+            length = self.varint()  # (not ``self.pos += self.varint()``: that adds to the position before the varint)
+            self.pos += length
+        elif kind in (9, 10):
+            head = self.byte()
+            size = self.varint() if head >> 4 == 15 else head >> 4
+            for _ in range(size):
+                self.skip(head & 0x0F, depth + 1, in_list=True)
+        elif kind == 11:
+            size = self.varint()
+            types = self.byte() if size else 0
+            for _ in range(size):
+                self.skip(types >> 4, depth + 1, in_list=True)
+                self.skip(types & 0x0F, depth + 1, in_list=True)
+        elif kind == 12:
+            self.struct(depth + 1)
+        else:
+            raise ValueError(f"unknown thrift type {kind}")
+        if self.pos > self.end or depth > 8:
+            raise ValueError("page header runs past its column chunk")
+
+
+def _expanded_nbytes(values: pa.Array) -> int:
+    """The bytes an array takes once its dictionary (if any) is expanded into plain values."""
+    if not pa.types.is_dictionary(values.type):
+        return values.nbytes
+    value_type = values.type.value_type
+    if any(is_type(value_type) for is_type in _BYTE_ARRAYS):
+        lengths = pc.take(pc.binary_length(values.dictionary), values.indices)
+        return int(pc.sum(lengths).as_py() or 0) + 9 * len(values)  # values, 8-byte offsets, validity
+    width = value_type.bit_width // 8 if pa.types.is_primitive(value_type) else 8
+    return (width + 1) * len(values) + values.dictionary.nbytes
 
 
 def _decoded(values: pa.ChunkedArray) -> pa.ChunkedArray:
@@ -1046,6 +1305,7 @@ def _parquet_ids(values: pa.ChunkedArray, problems: dict, name: str) -> pa.Chunk
             r,
             "test_case_id_type",
             f"test_case_id is a parquet column of {_cut(str(t), 60)} ({_q(values[r].as_py())} in this row); ids must be strings or integers",
+            np.flatnonzero(_mask(pc.is_valid(values))),
         )
     return pa.chunked_array([pa.nulls(len(values), pa.string())])
 
@@ -1067,6 +1327,7 @@ def _parquet_metric(values: pa.ChunkedArray, problems: dict, name: str) -> pa.Ch
                 r,
                 "metric_numeric",
                 f"{name} is a parquet column of {kind} ({_q(values[r].as_py())} in this row), not numbers; write plain numbers",
+                np.flatnonzero(_mask(pc.is_valid(values))),
             )
     return pa.chunked_array([pa.nulls(len(values), pa.float64())])
 

@@ -84,3 +84,40 @@ def test_a_benchmark_yaml_names_every_key_it_gets_wrong():
     rules = [p.rule for p in err.value.problems]
     assert rules == ["spec_keys", "spec_metric", "spec_description", "scoring_known", "spec_full_coverage"], str(err.value)
     assert err.value.rule == "spec_keys" and str(err.value).count("raw/quiz/benchmark.yaml") == 1
+
+
+def _jsonl(rows: list[dict]) -> bytes:
+    return "".join(json.dumps(r) + "\n" for r in rows).encode()
+
+
+def test_every_wrong_typed_jsonl_value_is_named_like_csv_problems():
+    rows = [{"test_case_id": f"q{i}", "correct": 0.5} for i in range(1, 21)]
+    for i in (3, 5, 8, 13, 14, 19):  # data rows 3, 5, … (1-based)
+        rows[i - 1]["correct"] = "yes"
+    for i in (4, 9):
+        rows[i - 1]["test_case_id"] = [i]
+    rows[16]["correct"] = None  # data row 17: missing, a rule of its own
+    err = rejected(_jsonl(rows), "raw/quiz/agent_1.jsonl")
+    message = str(err)
+    assert "data row 3 (line 3): correct 'yes' is text, not a number" in message
+    assert "(also data rows 5, 8, 13 and 2 more) (rule: metric_numeric)" in message
+    assert "data row 4 (line 4): test_case_id [4] is an array" in message and "(also data row 9) (rule: test_case_id_type)" in message
+    assert "data row 17 (line 17): correct is missing or empty (1 row(s))" in message
+    assert [(p.rule, p.row) for p in err.problems] == [("metric_numeric", 3), ("test_case_id_type", 4), ("metric_present", 17)]
+
+
+def test_every_value_of_a_wrong_typed_parquet_column_is_named():
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    sink = io.BytesIO()
+    metric = ["0.5"] * 10
+    metric[1] = None  # data row 2 is missing, not wrong-typed: named under its own rule
+    pq.write_table(pa.table({"test_case_id": [f"q{i}" for i in range(10)], "correct": metric}), sink)
+    err = rejected(sink.getvalue(), "raw/quiz/agent_1.parquet")
+    message = str(err)
+    assert "data row 1: correct is a parquet column of text ('0.5' in this row), not numbers" in message
+    assert "(also data rows 3, 4, 5 and 5 more) (rule: metric_numeric)" in message
+    assert [(p.rule, p.row) for p in err.problems] == [("metric_numeric", 1), ("metric_present", 2)]
