@@ -48,7 +48,7 @@ import numpy as np
 
 from ._kernels import Q, group_by
 
-__all__ = ["MAX_AGENTS", "RefinedRatings", "RefinementSkippedWarning", "refine_ratings"]
+__all__ = ["MAX_AGENTS", "RefinedPlacement", "RefinedRatings", "RefinementSkippedWarning", "place_refined", "refine_ratings"]
 
 
 class RefinementSkippedWarning(UserWarning):
@@ -368,3 +368,144 @@ def refine_ratings(
 
 def _binary(score: np.ndarray) -> bool:
     return bool(np.all((score == 0.0) | (score == 1.0)))
+
+
+@dataclass(frozen=True)
+class RefinedPlacement:
+    """What :func:`place_refined` returns for one newcomer.
+
+    Attributes
+    ----------
+    mu, se : float
+        The newcomer's rating on the refined scale and its standard error (sandwich clustered by
+        test case; NaN when it shares no comparison with a rated agent).
+    comparisons : float
+        Σ (w_ab + w_ba) over its (rated agent, shared test case) pairs: the decisive results it rests on.
+    iterations : int
+        Newton iterations.
+    """
+
+    mu: float
+    se: float
+    comparisons: float
+    iterations: int
+
+
+def place_refined(
+    score: np.ndarray,
+    rival_score: np.ndarray,
+    rival_mu: np.ndarray,
+    cluster: np.ndarray,
+    *,
+    weight: np.ndarray | None = None,
+    start: float = 1500.0,
+) -> RefinedPlacement:
+    """Place one newcomer on the refined scale by the refinement's own pairwise equations.
+
+    Each element is one (rated agent b, shared test case t) pair: the newcomer's score S_a on t
+    (``score``), b's score S_b on t (``rival_score``), b's fixed refined rating (``rival_mu``),
+    t's index (``cluster``) and t's design weight d_t (``weight``; 1 if None). The newcomer's
+    rating μ solves Σ d_t [w_ab − (w_ab + w_ba) E(μ − μ_b)] = 0 with w_ab = S_a(1 − S_b),
+    w_ba = S_b(1 − S_a) (step 1 of :func:`refine_ratings`, one dimension, the rated agents
+    fixed), with Firth's correction (½ I'/I, scaled by the pairs' dispersion, capped at 1 as
+    there); its standard error is the sandwich clustered by test case, as for the rated agents.
+    """
+    s_a = np.asarray(score, dtype=np.float64)
+    s_b = np.asarray(rival_score, dtype=np.float64)
+    mu_b = np.asarray(rival_mu, dtype=np.float64)
+    cluster = np.asarray(cluster, dtype=np.int64)
+    d = np.ones(len(s_a)) if weight is None else np.asarray(weight, dtype=np.float64)
+    w_ab = s_a * (1.0 - s_b)
+    n = w_ab + s_b * (1.0 - s_a)
+    keep = (n > 0.0) & (d > 0.0)
+    w_ab, n, mu_b, d, cluster = w_ab[keep], n[keep], mu_b[keep], d[keep], cluster[keep]
+    total = float((d * n).sum())
+    if total <= 0.0:
+        return RefinedPlacement(float(start), math.nan, 0.0, 0)
+    binary = _binary(s_a) and _binary(s_b)
+
+    def expected(mu):
+        return 0.5 * (1.0 + np.tanh(0.5 * Q * (mu - mu_b)))
+
+    def newton(mu, firth):
+        it = 0
+        for it in range(1, _MAX_ITER + 1):  # noqa: B007 (returned)
+            e = expected(mu)
+            v = d * n * e * (1.0 - e)
+            info = Q * Q * v.sum()
+            grad = Q * (d * (w_ab - n * e)).sum()
+            if firth > 0.0 and info > 0.0:
+                grad += firth * 0.5 * Q * (v * (1.0 - 2.0 * e)).sum() / v.sum()  # ½ I'/I, I = Q²Σv
+            step = float(np.clip(grad / max(info, 1e-12), -_MAX_STEP, _MAX_STEP))
+            mu += step
+            if abs(step) < _TOL:
+                break
+        return mu, it
+
+    mu, iterations = newton(float(start), 1.0)
+    phi = 1.0
+    if not binary:
+        e = expected(mu)
+        var = n * e * (1.0 - e)
+        ok = var > 1e-12
+        phi = min(float(((w_ab - n * e)[ok] ** 2 / var[ok]).sum()) / max(int(ok.sum()) - 1, 1), 1.0)
+        mu, more = newton(mu, phi)
+        iterations += more
+    e = expected(mu)
+    info = Q * Q * float((d * n * e * (1.0 - e)).sum())
+    u = np.bincount(cluster, Q * d * (w_ab - n * e))
+    se = math.sqrt(float((u * u).sum())) / info if info > 0 else math.nan
+    return RefinedPlacement(float(mu), se, total, iterations)
+
+
+def place_on_refined(
+    new_matches,
+    rated_matches,
+    rated_agents,
+    *,
+    level: float = 0.9,
+    design=None,
+):
+    """Place new agents on the refined scale of ``rated_agents`` (a ``rate(..., refine=True)`` agent table).
+
+    Each newcomer is compared, test case by test case, with the rated agents of ``rated_matches``
+    that played the same test cases (see :func:`place_refined`); the rated agents' ratings stay
+    fixed. ``design`` (test-case id → weight, as for :func:`~agielo_dagster.rating.place_on_subset`)
+    weights each shared test case's comparisons. Returns a pandas table ``agent_id, mu, sigma,
+    mu_lo, mu_hi, matches, mean_score, mean_metric`` with ``sigma`` the standard error.
+    """
+    import pandas as pd
+
+    from .frames import to_pandas
+    from .intervals import z_of
+
+    z = z_of(level)
+    new = to_pandas(new_matches)[["test_case_id", "agent_id", "metric", "score"]]
+    rated = to_pandas(rated_matches)[["test_case_id", "agent_id", "score"]]
+    mu_of = to_pandas(rated_agents).set_index("agent_id")["mu"].astype(np.float64)
+    rated = rated.assign(rival_mu=rated["agent_id"].map(mu_of).to_numpy()).dropna(subset=["rival_mu"])
+    rated = rated.rename(columns={"agent_id": "rival", "score": "rival_score"})
+    rows = []
+    for agent, mine in new.groupby("agent_id", sort=False):
+        pairs = mine[["test_case_id", "score"]].merge(rated, on="test_case_id")
+        codes, _ = pd.factorize(pairs["test_case_id"])
+        weight = None
+        if design is not None:
+            weight = pairs["test_case_id"].map(pd.Series(design, dtype=np.float64)).fillna(0.0).to_numpy()
+        p = place_refined(
+            pairs["score"].to_numpy(), pairs["rival_score"].to_numpy(), pairs["rival_mu"].to_numpy(), codes,
+            weight=weight, start=float(mu_of.mean()),
+        )
+        rows.append(
+            {
+                "agent_id": agent,
+                "mu": p.mu,
+                "sigma": p.se,
+                "mu_lo": p.mu - z * p.se,
+                "mu_hi": p.mu + z * p.se,
+                "matches": len(mine),
+                "mean_score": float(mine["score"].mean()),
+                "mean_metric": float(mine["metric"].mean()),
+            }
+        )
+    return pd.DataFrame(rows)
