@@ -149,7 +149,11 @@ def run_pipeline(
         ranking = defs.resolve_job_def("rank_judgments")
         for name in judgment_sets:
             result = ranking.execute_in_process(
-                run_config=_quiet(log_level), instance=instance, partition_key=name, tags={TRIGGER_TAG: "cli"}, raise_on_error=False
+                run_config=_quiet(log_level),
+                instance=instance,
+                partition_key=name,
+                tags={TRIGGER_TAG: "cli"},
+                raise_on_error=False,
             )
             summary.judgment_sets_read.append(name)
             if not result.success:

@@ -75,7 +75,9 @@ def difficulty_judgments(context: dg.AssetExecutionContext, storage: ObjectStora
                 "items": 0,
             }
         )
-        return pd.DataFrame({c: pd.Series(dtype=t) for c, t in zip(SCORE_COLUMNS, ["str", "float64", "float64", "int64"])})
+        return pd.DataFrame(
+            {c: pd.Series(dtype=t) for c, t in zip(SCORE_COLUMNS, ["str", "float64", "float64", "int64"], strict=True)}
+        )
     with retried_on_storage_errors(context):
         write_judgment_outcome(store, name, version, fingerprint, rows=len(frame))
     scores = result.scores
@@ -102,8 +104,20 @@ def difficulty_judgments(context: dg.AssetExecutionContext, storage: ObjectStora
 def judgments_accepted(context: dg.AssetCheckExecutionContext, storage: ObjectStorage) -> dg.AssetCheckResult:
     outcome = read_judgment_outcome(storage.store, context.partition_key) or {}
     rejected = outcome.get("status") == "rejected"
-    shown = [{"path": outcome["path"], "status": "rejected", "rule": outcome["rule"], "message": outcome["message"],
-              "rows": 0, "version": outcome["version"]}] if rejected else []
+    shown = (
+        [
+            {
+                "path": outcome["path"],
+                "status": "rejected",
+                "rule": outcome["rule"],
+                "message": outcome["message"],
+                "rows": 0,
+                "version": outcome["version"],
+            }
+        ]
+        if rejected
+        else []
+    )
     return dg.AssetCheckResult(
         passed=not rejected,
         severity=dg.AssetCheckSeverity.WARN,

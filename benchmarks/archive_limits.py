@@ -63,7 +63,9 @@ CASE = textwrap.dedent(
 def run(label: str, **case) -> None:
     code = CASE.format(repo=str(REPO), **case)
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=600)
-    line = done.stdout.strip().splitlines()[-1] if done.returncode == 0 and done.stdout.strip() else f"failed: {done.stderr[-300:]}"
+    line = (
+        done.stdout.strip().splitlines()[-1] if done.returncode == 0 and done.stdout.strip() else f"failed: {done.stderr[-300:]}"
+    )
     print(f"{label:<48} {line}", flush=True)
 
 
@@ -79,7 +81,14 @@ def main() -> None:
             run(label, kind="bomb", method=method, mib=args.bomb_mib, declared=declared, checked=True)
             if args.unchecked:
                 run(label + ", unchecked", kind="bomb", method=method, mib=args.bomb_mib, declared=declared, checked=False)
-    run(f"check of an honest {args.honest_mib} MiB log (zstd)", kind="honest", method=93, mib=args.honest_mib, declared="", checked=True)
+    run(
+        f"check of an honest {args.honest_mib} MiB log (zstd)",
+        kind="honest",
+        method=93,
+        mib=args.honest_mib,
+        declared="",
+        checked=True,
+    )
 
 
 if __name__ == "__main__":

@@ -67,8 +67,10 @@ def main() -> None:
     args = parser.parse_args()
     methods = [("refined", dict(refine=True))] + ([("glicko", dict(refine=False))] if args.glicko else [])
     print(f"{args.replications} replications of 30 agents x 400 test cases per regime; 95 % intervals")
-    print(f"{'method':8} {'sd':>4} {'design':>6} {'outcome':>7} {'cover':>6} {'extremes':>8} {'rank':>6} "
-          f"{'width med':>9} {'p90':>5} {'ext':>5} {'slope':>6}")
+    print(
+        f"{'method':8} {'sd':>4} {'design':>6} {'outcome':>7} {'cover':>6} {'extremes':>8} {'rank':>6} "
+        f"{'width med':>9} {'p90':>5} {'ext':>5} {'slope':>6}"
+    )
     start = time.perf_counter()
     for name, kwargs in methods:
         for outcome in OUTCOMES:

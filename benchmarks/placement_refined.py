@@ -71,7 +71,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--benchmarks", nargs="+", default=["digits", "breast_cancer"])
     args = ap.parse_args()
-    print(f"{'benchmark':14} {'method':8} {'median|err|':>11} {'mean|err|':>9} {'max|err|':>8} {'cover90':>7} {'half-width':>10} {'med|rel|':>8} {'max|rel|':>8} {'s':>5}")
+    print(
+        f"{'benchmark':14} {'method':8} {'median|err|':>11} {'mean|err|':>9} {'max|err|':>8} {'cover90':>7} {'half-width':>10} {'med|rel|':>8} {'max|rel|':>8} {'s':>5}"
+    )
     for name in args.benchmarks:
         matches = matches_of(name)
         for method, refine in (("glicko", False), ("refined", True)):

@@ -120,9 +120,14 @@ def placement() -> None:
     rng = np.random.default_rng(0)
     for n in (100_000, 1_000_000):
         ids = np.char.add("case-", np.arange(n).astype(str))
-        tc = pa.table({"test_case_id": ids, "mu": rng.normal(1500, 300, n), "sigma": np.full(n, 120.0), "matches": np.ones(n, np.int64)})
+        tc = pa.table(
+            {"test_case_id": ids, "mu": rng.normal(1500, 300, n), "sigma": np.full(n, 120.0), "matches": np.ones(n, np.int64)}
+        )
         new = pd.concat(
-            [pd.DataFrame({"test_case_id": ids[rng.choice(n, PARTIAL_ROWS, replace=False)], "agent_id": f"partial_{a}"}) for a in range(3)]
+            [
+                pd.DataFrame({"test_case_id": ids[rng.choice(n, PARTIAL_ROWS, replace=False)], "agent_id": f"partial_{a}"})
+                for a in range(3)
+            ]
         )
         new["metric"] = new["score"] = rng.integers(0, 2, len(new)).astype(float)
         place_provisional_agents(new.head(PARTIAL_ROWS), tc)  # the engine's compiled code loaded: not timed
@@ -133,7 +138,9 @@ def placement() -> None:
         for _, results in new.groupby("agent_id"):
             place_on_subset(results, tc, level=0.95, design=stratum_weights(tc, results["test_case_id"]))
         before = time.perf_counter() - started
-        print(f"{n:>10,} test cases: place_provisional_agents {now:.2f} s; per agent stratum_weights + place_on_subset {before:.2f} s")
+        print(
+            f"{n:>10,} test cases: place_provisional_agents {now:.2f} s; per agent stratum_weights + place_on_subset {before:.2f} s"
+        )
 
 
 def main() -> None:
@@ -162,10 +169,19 @@ def main() -> None:
             if wanted and name not in wanted and name != "sqrt":
                 continue
             for partial in (False, True) if not args.no_partial else (False,):
-                r = measure(base / "run", agents, test_cases, partial) | {"name": name, "agents": agents, "test_cases": test_cases, "partial": partial}
+                r = measure(base / "run", agents, test_cases, partial) | {
+                    "name": name,
+                    "agents": agents,
+                    "test_cases": test_cases,
+                    "partial": partial,
+                }
                 rows.append(r)
-                print(f"  measured {name} {'with' if partial else 'without'} partial uploads: {r['seconds']:.1f} s, "
-                      f"{r['peak'] / 2**20:,.0f} MiB", file=sys.stderr, flush=True)
+                print(
+                    f"  measured {name} {'with' if partial else 'without'} partial uploads: {r['seconds']:.1f} s, "
+                    f"{r['peak'] / 2**20:,.0f} MiB",
+                    file=sys.stderr,
+                    flush=True,
+                )
         square = {r["partial"]: r["seconds"] / r["matches"] for r in rows if r["name"] == "sqrt"}
         for r in rows:
             per = r["seconds"] / r["matches"]

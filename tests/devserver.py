@@ -27,7 +27,18 @@ class DagsterDev:
     what = "dagster dev"
 
     def command(self) -> list[str]:
-        return [sys.executable, "-m", "dagster", "dev", "-w", str(REPO / "workspace.yaml"), "-h", "127.0.0.1", "-p", str(self.port)]
+        return [
+            sys.executable,
+            "-m",
+            "dagster",
+            "dev",
+            "-w",
+            str(REPO / "workspace.yaml"),
+            "-h",
+            "127.0.0.1",
+            "-p",
+            str(self.port),
+        ]
 
     def start(self, timeout: float = 180.0) -> "DagsterDev":
         command = self.command()

@@ -161,6 +161,7 @@ def test_security_md_gives_the_code_s_figures_and_policies():
 
 # -- parquet: the decoded-size bound holds whatever the footer says (peak RSS measured in a fresh process) --------
 
+
 def _parquet(table) -> bytes:
     import io
 

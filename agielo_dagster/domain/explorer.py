@@ -217,7 +217,9 @@ def explorer_data(benchmark: str, agents: Any, test_cases: Any, **options: Any) 
         "agents": _agents_data(agents, _frame(gaps), np.sort(finite)),
         "testCases": {
             "total": int(len(test_cases)),
-            "drawn": _columns(shown.assign(test_case_id=column.iloc[drawn].astype(str).to_numpy()), (*TEST_CASE_COLUMNS, *metadata)),
+            "drawn": _columns(
+                shown.assign(test_case_id=column.iloc[drawn].astype(str).to_numpy()), (*TEST_CASE_COLUMNS, *metadata)
+            ),
             "metadata": list(metadata),
             "histogram": {"edges": [_clean(v) for v in edges.tolist()], "counts": [int(v) for v in counts.tolist()]},
         },

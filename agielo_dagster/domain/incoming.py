@@ -153,7 +153,10 @@ def refresh_incoming(store: Store) -> IncomingUpdate:
         now_clashing = any((u["benchmark"], u["agent"]) in clashing for u in json.loads(record["uploads"]))
         if before_clashing or now_clashing:
             results[key] = read_drop(
-                key[0], drops[key][0], lambda p: store.read_bytes(p, limit=store.max_upload_bytes), max_bytes=store.max_upload_bytes
+                key[0],
+                drops[key][0],
+                lambda p: store.read_bytes(p, limit=store.max_upload_bytes),
+                max_bytes=store.max_upload_bytes,
             )
     for key, result in results.items():
         mine = [u for u in result.uploads if (u.benchmark, u.agent) in clashing]

@@ -96,20 +96,24 @@ def _read_judgments(data: bytes, file: str, max_bytes: int) -> pd.DataFrame:
     a, b = columns["item_a"], columns["item_b"]
     for name, items in (("item_a", a), ("item_b", b)):
         empty = pc.fill_null(pc.equal(pc.utf8_length(items), 0), True)
-        problems.add_rows(_np(empty), "item_present", lambda r, n, name=name: f"{name} is empty ({n} row(s)); every judgment names two items")
+        problems.add_rows(
+            _np(empty), "item_present", lambda r, n, name=name: f"{name} is empty ({n} row(s)); every judgment names two items"
+        )
         long = pc.fill_null(pc.greater(pc.utf8_length(items), MAX_NAME_LENGTH), False)
         problems.add_rows(
             _np(long),
             "item_length",
-            lambda r, n, name=name, items=items: f"{name} is {len(items[r].as_py()):,} characters long; "
-            f"at most {MAX_NAME_LENGTH} ({n} row(s))",
+            lambda r, n, name=name, items=items: (
+                f"{name} is {len(items[r].as_py()):,} characters long; at most {MAX_NAME_LENGTH} ({n} row(s))"
+            ),
         )
         padded = pc.fill_null(pc.match_substring_regex(items, _PADDED_RE), False)
         problems.add_rows(
             _np(padded),
             "item_trimmed",
-            lambda r, n, name=name, items=items: f"{name} {_q(items[r].as_py())} has leading or trailing white space "
-            f"({n} row(s)); items are used as written",
+            lambda r, n, name=name, items=items: (
+                f"{name} {_q(items[r].as_py())} has leading or trailing white space ({n} row(s)); items are used as written"
+            ),
         )
     same = pc.fill_null(pc.and_(pc.equal(a, b), pc.greater(pc.utf8_length(a), 0)), False)
     problems.add_rows(_np(same), "distinct_items", lambda r, n: f"item {_q(a[r].as_py())} is compared with itself ({n} row(s))")
@@ -148,7 +152,7 @@ def _text(values: pa.ChunkedArray) -> pa.Array:
     return pa.array([None if v is None else str(v) for v in values.to_pylist()], pa.string())
 
 
-def _np(mask) -> "object":
+def _np(mask) -> object:
     import numpy as np
 
     return np.asarray(pc.fill_null(mask, False).to_numpy(zero_copy_only=False), dtype=bool)

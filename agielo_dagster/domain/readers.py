@@ -366,7 +366,9 @@ def _contract(frame: _Frame, file: str, spec: BenchmarkSpec) -> pa.Table:
     problems.add_rows(
         _mask(padded),
         "test_case_id_trimmed",
-        lambda r, n: f"test_case_id {_q(ids[r].as_py())} has leading or trailing white space ({n} row(s)); ids are used as written",
+        lambda r, n: (
+            f"test_case_id {_q(ids[r].as_py())} has leading or trailing white space ({n} row(s)); ids are used as written"
+        ),
     )
     if not ids_missing and len(pc.unique(ids)) != frame.rows:  # (count_distinct is about twice as slow)
         codes = ids.combine_chunks().dictionary_encode().indices.to_numpy(zero_copy_only=False)
@@ -376,8 +378,10 @@ def _contract(frame: _Frame, file: str, spec: BenchmarkSpec) -> pa.Table:
         problems.add_rows(
             again,
             "test_case_id_unique",
-            lambda r, n: f"test case {_q(ids[r].as_py())} appears again (first at data row {int(first_at[codes[r]]) + 1}); "
-            f"{n} duplicate row(s)",
+            lambda r, n: (
+                f"test case {_q(ids[r].as_py())} appears again (first at data row {int(first_at[codes[r]]) + 1}); "
+                f"{n} duplicate row(s)"
+            ),
         )
 
     metric = frame.columns[spec.metric]
@@ -403,8 +407,10 @@ def _contract(frame: _Frame, file: str, spec: BenchmarkSpec) -> pa.Table:
     problems.add_rows(
         outside,
         "metric_in_range",
-        lambda r, n: f"{spec.metric} {float(values[r])!r} is outside [{spec.scoring.lo:g}, {spec.scoring.hi:g}] "
-        f"of scoring '{spec.scoring.name}' ({n} value(s))",
+        lambda r, n: (
+            f"{spec.metric} {float(values[r])!r} is outside [{spec.scoring.lo:g}, {spec.scoring.hi:g}] "
+            f"of scoring '{spec.scoring.name}' ({n} value(s))"
+        ),
     )
     problems.raise_if_any()
     try:
@@ -890,8 +896,10 @@ def _id_piece(values: list, start: int, problems: dict, name: str) -> pa.Array:
                 name,
                 start + i,
                 "test_case_id_type",
-                lambda v=v: f"test_case_id {_cut(_json_text(v), MAX_QUOTED_CHARS)} is {_json_kind(v)}; ids must be "
-                "JSON strings or integers (put the id in quotes as it should read)",
+                lambda v=v: (
+                    f"test_case_id {_cut(_json_text(v), MAX_QUOTED_CHARS)} is {_json_kind(v)}; ids must be "
+                    "JSON strings or integers (put the id in quotes as it should read)"
+                ),
             )
     return pa.array(out, pa.string())
 

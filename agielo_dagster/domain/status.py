@@ -19,6 +19,7 @@ import hashlib
 from dataclasses import dataclass
 
 from .contract import IngestError, check_name
+from .judgments import judgment_problems
 from .layout import (
     INCOMING_LEDGER,
     accepted_folder,
@@ -32,7 +33,6 @@ from .layout import (
     tags_path,
     warehouse_path,
 )
-from .judgments import judgment_problems
 from .ledger import Ledger, input_files, read_ledger, spec_file_of
 from .lineage import INGEST_VERSION
 from .store import StorageError, Store

@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from . import _kernels as K
+from .checks import check_start
 from .cores import usable_cores
 from .frames import (
     Flavour,
@@ -44,7 +45,6 @@ from .frames import (
     to_flavour,
     to_pandas,
 )
-from .checks import check_start
 from .graph import components, warn_if_disconnected
 from .intervals import agent_intervals, interval_ranks, order_variance, z_of
 from .reliability import RELIABILITY_COLUMNS, OrderReliability

@@ -249,7 +249,7 @@ def _agents(w: np.ndarray, start: np.ndarray, component: np.ndarray, firth: floa
         np.fill_diagonal(hess, c.sum(axis=1) - np.diag(c))
         return e, c, hess
 
-    for it in range(1, _MAX_ITER + 1):
+    for it in range(1, _MAX_ITER + 1):  # noqa: B007 - the count is returned
         e, c, hess = jacobian(mu)
         scale = max(float(np.diag(hess).max(initial=0.0)), 1e-12)
         solve = hess + scale * same / size[:, None] + np.diag(np.where(compared, 1e-9 * scale, 1.0))
@@ -279,8 +279,14 @@ def _level(m, a_mu, t_mu0, a_comp, t_comp, n_components, init_mu, init_sigma):
     played = t_comp >= 0
     for _ in range(_MAX_ITER):
         g_t, v_t, g_c = level_sums(
-            m.agent, m.test_case, m.score, _strengths(a_mu + shift[a_comp], init_mu), _strengths(t_mu, init_mu), a_comp,
-            m.n_test_cases, n_components,
+            m.agent,
+            m.test_case,
+            m.score,
+            _strengths(a_mu + shift[a_comp], init_mu),
+            _strengths(t_mu, init_mu),
+            a_comp,
+            m.n_test_cases,
+            n_components,
         )
         grad_t = -Q * g_t - prior_prec * (t_mu - init_mu)  # ∂ℓ/∂θ_t
         grad_c = Q * g_c  # ∂ℓ/∂δ_c
@@ -296,8 +302,14 @@ def _level(m, a_mu, t_mu0, a_comp, t_comp, n_components, init_mu, init_sigma):
         if max(np.abs(x_t).max(initial=0.0), np.abs(x_c).max(initial=0.0)) < _TOL:
             break
     _, v_t, _ = level_sums(
-        m.agent, m.test_case, m.score, _strengths(a_mu + shift[a_comp], init_mu), _strengths(t_mu, init_mu), a_comp,
-        m.n_test_cases, n_components,
+        m.agent,
+        m.test_case,
+        m.score,
+        _strengths(a_mu + shift[a_comp], init_mu),
+        _strengths(t_mu, init_mu),
+        a_comp,
+        m.n_test_cases,
+        n_components,
     )
     t_sig = 1.0 / np.sqrt(Q * Q * v_t + prior_prec)
     return shift, t_mu, t_sig
@@ -493,8 +505,12 @@ def place_on_refined(
         if design is not None:
             weight = pairs["test_case_id"].map(pd.Series(design, dtype=np.float64)).fillna(0.0).to_numpy()
         p = place_refined(
-            pairs["score"].to_numpy(), pairs["rival_score"].to_numpy(), pairs["rival_mu"].to_numpy(), codes,
-            weight=weight, start=float(mu_of.mean()),
+            pairs["score"].to_numpy(),
+            pairs["rival_score"].to_numpy(),
+            pairs["rival_mu"].to_numpy(),
+            codes,
+            weight=weight,
+            start=float(mu_of.mean()),
         )
         rows.append(
             {

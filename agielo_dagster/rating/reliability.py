@@ -137,7 +137,9 @@ def _bin_cells(agent: np.ndarray, diff: np.ndarray, score: np.ndarray, n_agents:
     return cells, count[cells], mean_diff, empirical
 
 
-def _binned_mae(agent: np.ndarray, test_case: np.ndarray, score: np.ndarray, a_mu: np.ndarray, t_mu: np.ndarray, n_agents: int) -> float:
+def _binned_mae(
+    agent: np.ndarray, test_case: np.ndarray, score: np.ndarray, a_mu: np.ndarray, t_mu: np.ndarray, n_agents: int
+) -> float:
     """The reliability table's binned MAE (per agent and 100-point bin, match-weighted) of every match, in numpy."""
     _, count, mean_diff, empirical = _bin_cells(agent, a_mu[agent] - t_mu[test_case], score, n_agents)
     if not len(count):
@@ -267,10 +269,14 @@ def _ratings_of(players: Any, id_column: str, ids: np.ndarray) -> np.ndarray:
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        pos = pc.index_in(pa.array(np.asarray(ids, dtype=object), pa.string()), value_set=players.column(id_column).cast(pa.string()))
+        pos = pc.index_in(
+            pa.array(np.asarray(ids, dtype=object), pa.string()), value_set=players.column(id_column).cast(pa.string())
+        )
         found = pos.is_valid().to_numpy(zero_copy_only=False)
         mu = players.column("mu").to_numpy().astype(np.float64)
-        return np.where(found, mu[pos.fill_null(0).to_numpy(zero_copy_only=False)], np.nan) if len(mu) else np.full(len(ids), np.nan)
+        return (
+            np.where(found, mu[pos.fill_null(0).to_numpy(zero_copy_only=False)], np.nan) if len(mu) else np.full(len(ids), np.nan)
+        )
     frame = to_pandas(players, (id_column, "mu")).astype({id_column: str})
     return frame.set_index(id_column)["mu"].reindex(ids).to_numpy()
 

@@ -141,7 +141,7 @@ def proxy_findings(service: dict, caddyfile: str, webservers: set[str]) -> list[
             findings.append(f"Caddyfile site {address}: a literal password hash")
     if not upstreams <= webservers:
         findings.append(f"the proxy forwards to {sorted(upstreams - webservers)}, which are not webservers")
-    for name in (service.get("environment") or {}):
+    for name in service.get("environment") or {}:
         if f"{{${name}}}" not in caddyfile:
             findings.append(f"the proxy's variable {name} is not used by the Caddyfile")
     return findings
@@ -182,7 +182,9 @@ def helm_findings(values: dict) -> list[str]:
     if not secret:
         findings.append("global.postgresqlSecretName names no existing secret")
     postgresql = values.get("postgresql") or {}
-    if postgresql.get("enabled") and (postgresql.get("postgresqlPassword", "x") != "" or postgresql.get("existingSecret") != secret):
+    if postgresql.get("enabled") and (
+        postgresql.get("postgresqlPassword", "x") != "" or postgresql.get("existingSecret") != secret
+    ):
         findings.append("postgresql: the chart's database must take its password from the same existing secret")
     webserver = values.get("dagsterWebserver") or {}
     if (webserver.get("service") or {}).get("type", "ClusterIP") != "ClusterIP":

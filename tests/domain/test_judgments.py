@@ -1,9 +1,9 @@
 """The input contract of pairwise difficulty judgments (judgments/<set>.csv): what uploads have."""
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-import pytest
 
 from agielo_dagster.domain.contract import MAX_NAME_LENGTH, IngestError
 from agielo_dagster.domain.judgments import read_judgments
@@ -104,9 +104,9 @@ def test_missing_columns_and_empty_files():
 @given(
     data=st.one_of(
         st.binary(max_size=300),
-        st.lists(
-            st.tuples(*[st.text(st.characters(exclude_categories=("Cs",)), max_size=8) for _ in range(4)]), max_size=8
-        ).map(lambda rows: ("item_a,item_b,winner,weight\n" + "".join(",".join(r) + "\n" for r in rows)).encode()),
+        st.lists(st.tuples(*[st.text(st.characters(exclude_categories=("Cs",)), max_size=8) for _ in range(4)]), max_size=8).map(
+            lambda rows: ("item_a,item_b,winner,weight\n" + "".join(",".join(r) + "\n" for r in rows)).encode()
+        ),
     )
 )
 def test_any_bytes_give_judgments_or_an_ingest_error(data):

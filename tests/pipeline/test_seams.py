@@ -50,7 +50,11 @@ def test_the_nightly_job_and_schedule_rate_a_benchmark_with_a_provisional_agent(
     assert [r.partition_key for r in requests] == ["quiz"]
     for request in requests:
         run = job.execute_in_process(
-            run_config=NIGHTLY, instance=daemon.instance, partition_key=request.partition_key, tags=request.tags, raise_on_error=False
+            run_config=NIGHTLY,
+            instance=daemon.instance,
+            partition_key=request.partition_key,
+            tags=request.tags,
+            raise_on_error=False,
         )
         assert run.success, failures(run)
 
@@ -67,7 +71,9 @@ def test_a_tag_file_of_unknown_test_cases_is_named_and_the_run_completes(daemon,
     assert pd.read_parquet(root / "warehouse/slice_ratings/quiz.parquet").empty
     tags = daemon.instance.fetch_materializations(dg.AssetKey("test_case_tags"), limit=1).records[0].asset_materialization
     warning = tags.metadata["tag_warning"].value
-    assert "raw/quiz/test_cases.csv" in warning and "none of its 30 test-case ids" in warning and "tags_known_test_cases" in warning
+    assert (
+        "raw/quiz/test_cases.csv" in warning and "none of its 30 test-case ids" in warning and "tags_known_test_cases" in warning
+    )
     assert tags.metadata["tagged_test_cases_rated"].value == 0
 
 

@@ -11,10 +11,10 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
+from agielo_dagster.assets.ratings import with_provisional_agents
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agielo_dagster.assets.ratings import with_provisional_agents
 from agielo_dagster.rating import DisconnectedMatchesWarning, rate, simulate_matches
 from agielo_dagster.rating.standing import STATUSES
 

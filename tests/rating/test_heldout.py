@@ -90,9 +90,21 @@ def test_table_shape_and_graded_measures():
     scoring = minmax(0.0, 10.0)
     graded["score"] = scoring.score(graded["metric"])
     out = heldout_check(graded, folds=2, seed=3, scoring=scoring, shuffles=2)
-    assert list(out.columns) == list(HELDOUT_COLUMNS) == ["method", "measure", "value", "matches", "folds", "folds_better_than_default"]
+    assert (
+        list(out.columns)
+        == list(HELDOUT_COLUMNS)
+        == ["method", "measure", "value", "matches", "folds", "folds_better_than_default"]
+    )
     assert set(out["measure"]) == {"mae", "brier"}
-    assert set(out["method"]) == {"agielo", "agielo_sigma", "agielo_calibrated", "rasch", "additive", "agent_mean", "test_case_mean"}
+    assert set(out["method"]) == {
+        "agielo",
+        "agielo_sigma",
+        "agielo_calibrated",
+        "rasch",
+        "additive",
+        "agent_mean",
+        "test_case_mean",
+    }
     assert out["method"].iloc[0] == "agielo_calibrated"  # the default prediction on graded scores comes first
     assert (out[out["method"] == "agielo_calibrated"]["folds_better_than_default"] == 0).all()
     assert out["folds_better_than_default"].between(0, 2).all()
@@ -135,9 +147,7 @@ def absolute_error_benchmark(seed: int = 1, n_agents: int = 12, n_test_cases: in
     a, t = np.tile(np.arange(n_agents), n_test_cases), np.repeat(np.arange(n_test_cases), n_agents)
     error = np.abs(h[t] * k[a] + rng.normal(0, 1, len(a)) * s[a])
     scoring = minmax(0.0, float(np.ceil(error.max() / 50) * 50), higher_is_better=False)
-    frame = pd.DataFrame(
-        {"test_case_id": [f"tc_{i:03d}" for i in t], "agent_id": [f"agent_{j:02d}" for j in a], "metric": error}
-    )
+    frame = pd.DataFrame({"test_case_id": [f"tc_{i:03d}" for i in t], "agent_id": [f"agent_{j:02d}" for j in a], "metric": error})
     return frame.assign(score=scoring.score(error)), scoring
 
 
@@ -174,7 +184,9 @@ def test_summary_names_the_default_and_what_it_trails():
     values = table[table["measure"] == "mae"].set_index("method")["value"]
     assert summary["measure"] == "mae" and summary["default_method"] == "agielo_calibrated"
     assert summary["default"] == values["agielo_calibrated"] and summary["additive"] == values["additive"]
-    assert summary["default_vs_additive_pct"] == pytest.approx(100 * (values["agielo_calibrated"] / values["additive"] - 1), abs=0.01)
+    assert summary["default_vs_additive_pct"] == pytest.approx(
+        100 * (values["agielo_calibrated"] / values["additive"] - 1), abs=0.01
+    )
     # 3.6 % behind the Rasch and additive fits here, but ahead of the test-case mean
     assert summary["verdict"].startswith("agielo_calibrated mae: more than 2 % behind the rasch fit")
     assert "test-case mean" not in summary["verdict"]

@@ -346,7 +346,9 @@ def test_provisional_placement_on_a_sample_of_a_wide_benchmark_stays_within_an_e
     assert np.abs(whole["mu"] - sample["mu"]).max() < 1.0, (whole, sample)
     # the interval's ends, 400-700 Elo apart, within 1% of its width (the far tail rests on fewer test cases)
     width = whole["mu_hi"] - whole["mu_lo"]
-    assert (np.abs(whole["mu_lo"] - sample["mu_lo"]) < 0.01 * width).all() and (np.abs(whole["mu_hi"] - sample["mu_hi"]) < 0.01 * width).all()
+    assert (np.abs(whole["mu_lo"] - sample["mu_lo"]) < 0.01 * width).all() and (
+        np.abs(whole["mu_hi"] - sample["mu_hi"]) < 0.01 * width
+    ).all()
 
 
 def test_provisional_placement_refuses_unknown_test_cases(rated):
