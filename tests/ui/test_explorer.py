@@ -441,3 +441,54 @@ def test_the_leaderboard_leads_with_rank_range_and_a_visible_interval_at_1280_px
     assert max(board) < max(zoomed)  # the whole board's scale shrinks them: the zoom is what makes them readable
     assert scroll <= 1280
     assert labels and all(svg["x"] - 1 <= b["x"] and b["x"] + b["width"] <= svg["x"] + svg["width"] + 1 for b in labels)
+
+
+def test_the_report_leads_with_rank_range_and_interval_and_fits_1280_px(benchmark, browser, tmp_path):
+    """The static HTML report at a 1,280 px window: rank, rank range and interval first and visible, the
+    inputs' SHA-256s shortened (whole in the title), no sideways scroll."""
+    from agielo_dagster.domain import figures
+    from agielo_dagster.domain.report import render_report
+    from agielo_dagster.rating.standing import agent_standings
+    from assets.ratings import gap_table
+
+    run, chromium = browser
+    result = benchmark["result"]
+    agents = agent_standings(benchmark["agents"])
+    gaps = gap_table(result.test_cases, agents, None)
+    digest = "sha256:" + hashlib.sha256(b"x").hexdigest()
+    inputs = pd.DataFrame({"agent_id": agents["agent_id"], "source_path": "raw/quiz/" + agents["agent_id"] + ".csv",
+                           "source_version": digest})
+    hardest = result.test_cases.nlargest(5, "mu")[["test_case_id", "mu"]].rename(columns={"mu": "rating"})
+    pngs = {"competency_gap": figures.to_png(figures.competency_gap(gaps))}
+    page_html = render_report("quiz", pngs, gaps, hardest, result.reliability, inputs, "0.1.0", digest, agents=agents)
+    path = tmp_path / "report.html"
+    path.write_text(page_html, encoding="utf-8")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+
+    def check():
+        context = chromium.new_context(offline=True, viewport={"width": 1280, "height": 900})
+        page = context.new_page()
+        page.goto(path.as_uri(), wait_until="load")
+        page.screenshot(path=str(ARTIFACTS / "report_1280.png"), full_page=True)
+        page.locator("#gaps").screenshot(path=str(ARTIFACTS / "report_leaderboard_1280.png"))
+        headers = page.locator("#leaderboard th").all_inner_texts()
+        first = page.locator("#leaderboard tbody tr").first
+        cells = [first.locator("td").nth(i) for i in range(3)]
+        shown = [(c.is_visible(), c.inner_text()) for c in cells]
+        bars = page.locator("#leaderboard svg.interval line.bar")
+        widths = [bars.nth(i).bounding_box()["width"] for i in range(bars.count())]
+        digests = page.locator("#inputs code.digest")
+        digest_shown = (digests.first.inner_text(), digests.first.get_attribute("title"), digests.count())
+        scroll = page.evaluate("document.documentElement.scrollWidth")
+        context.close()
+        return headers, shown, widths, digest_shown, scroll
+
+    headers, shown, widths, (short, title, n_digests), scroll = run(check)
+    assert headers[:4] == ["rank", "rank range", "interval", "agent_id"]
+    assert all(visible for visible, _ in shown)
+    best = agents.sort_values("mu", ascending=False).iloc[0]
+    assert re.fullmatch(r"=?1", shown[0][1]) and re.fullmatch(rf"1(–{best['rank_hi']})?", shown[1][1])
+    assert shown[2][1].strip() == f"{best['mu_lo']:.0f} – {best['mu_hi']:.0f}"
+    assert len(widths) == len(agents) and min(widths) >= 20  # every interval a visible bar
+    assert short.endswith("…") and len(short) < 25 and title == digest and n_digests == len(agents)
+    assert scroll <= 1280
