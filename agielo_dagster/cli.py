@@ -192,7 +192,7 @@ def print_summary(store: Store, summary: RunSummary, out=sys.stdout) -> int:
             kinds = " (" + ", ".join(f"{n} {s}" for s, n in counts.items() if n) + ")"
         print(
             f"  {benchmark}: {len(gaps)} agents{kinds}; {_leaders(gaps)}; "
-            f"rho(test cases) {rel['rho_test_cases']:.2f}, MAE {rel['mae']:.3f}",
+            f"rho(test cases) {rel['rho_test_cases']:.2f} ({rho_meaning(rel['rho_test_cases'])}), MAE {rel['mae']:.3f}",
             file=out,
         )
         for line in unusual_agents(gaps):
@@ -217,6 +217,15 @@ def print_summary(store: Store, summary: RunSummary, out=sys.stdout) -> int:
         print(f"  FAILED {failure}", file=out)
     print(f"outputs: {store.uri('warehouse')}", file=out)
     return len(problems)
+
+
+def rho_meaning(rho: float) -> str:
+    """The sign of rho(test cases) in one phrase: Spearman's rho of the test-case ratings against their mean metric."""
+    if rho != rho:
+        return "not measured: too few matches"
+    if rho < 0:
+        return "harder test cases, lower scores: as expected"
+    return "harder test cases, not lower scores: check the metric's direction in benchmark.yaml"
 
 
 def _leaders(gaps) -> str:
@@ -282,7 +291,7 @@ def _main(argv: list[str] | None = None) -> int:
     q = sub.add_parser("query", help="select test cases across benchmarks by tags and rating; rank the agents on them")
     q.add_argument("text", help="the query, e.g. \"subject == 'math' and rating > 1800\" (README: Queries)")
     q.add_argument("--storage", default=None, help="a folder or s3://bucket/prefix (default: AGIELO_STORAGE or ./agielo_data)")
-    q.add_argument("--top", type=int, default=20, help="agents shown")
+    q.add_argument("--top", type=int, default=20, help="agents shown (default 20; the output says when more exist)")
     q.add_argument("--debug", action="store_true", help="show tracebacks")
     pl = sub.add_parser("plan", help="write <root>/plans/<B>/<NAME>.csv: the next test cases to evaluate a new model on")
     pl.add_argument("--benchmark", required=True)
@@ -372,6 +381,9 @@ def run_query(args) -> int:
     from .domain.capability_query import query_warehouse
     from .domain.query import QueryError
 
+    if args.top < 1:
+        print(f"agielo: error: --top must be at least 1, got {args.top}", file=sys.stderr)
+        return 1
     try:
         store = ObjectStorage(root=args.storage or default_root()).store
         store.check_root()
@@ -392,12 +404,18 @@ def run_query(args) -> int:
         print("no ranking: fewer than two agents measured on the selected test cases")
         return 0
     shown = result.ranking.head(args.top)
+    print(
+        "ranking: Plackett-Luce on the selected test cases, 90% intervals; its own Elo-like scale "
+        "(agents' mean 1500), not comparable with AGI-Elo ratings"
+    )
     print(f"{'rank':>9}  {'agent':<40} {'rating':>7}  {'interval':>15}  test cases")
     for row in shown.itertuples():
         ranks = f"{row.rank}" if row.rank == row.rank_hi else f"{row.rank}-{row.rank_hi}"
         print(
             f"{ranks:>9}  {str(row.agent_id)[:40]:<40} {row.rating:7.0f}  [{row.rating_lo:6.0f}, {row.rating_hi:6.0f}]  {row.test_cases}"
         )
+    if len(shown) < len(result.ranking):
+        print(f"showing {len(shown)} of {len(result.ranking)} agents (use --top N)")
     return 0
 
 

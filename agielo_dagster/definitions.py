@@ -10,7 +10,7 @@ from .assets.capabilities import capabilities
 from .assets.estimators import estimator_comparison, rating_uncertainty, reliability_heldout
 from .assets.incoming import harness_logs_readable, harness_uploads
 from .assets.judgments import difficulty_judgments, judgments_accepted
-from .assets.ledger import upload_ledger, uploads_accepted
+from .assets.ledger import upload_ledger
 from .assets.matches import match_tables
 from .assets.plans import placement_plans
 from .assets.quarantine import quarantine_report
@@ -68,7 +68,7 @@ def build_definitions(storage: ObjectStorage | None = None) -> dg.Definitions:
         assets = dg.with_source_code_references(ASSETS)
     return dg.Definitions(
         assets=assets,
-        asset_checks=[uploads_accepted, harness_logs_readable, judgments_accepted],
+        asset_checks=[harness_logs_readable, judgments_accepted],
         jobs=[convert_incoming, plan_placement, rate_benchmarks, rate_benchmarks_nightly, rank_judgments, report_quarantine],
         sensors=[benchmarks_sensor, judgments_sensor],
         schedules=[nightly_rerate],

@@ -4,8 +4,12 @@ The first step of every rating run. It waits for earlier runs of its benchmark, 
 the uploads that changed since the ledger was last written (the input contract, then the
 great_expectations suite), and stores accepted uploads normalized under ``warehouse/accepted/``.
 It materializes when the ledger changed or the benchmark's outputs are stale; otherwise the run
-ends here, having done nothing. The ``uploads_accepted`` check fails (as a warning: the benchmark
-is still rated on its accepted uploads) while any upload is rejected or refused.
+ends here, having done nothing. The ``uploads_accepted`` check is evaluated in every run, whether
+or not the ledger materializes, and summarizes every benchmark's latest ledger: it fails (as a
+warning: the benchmarks are still rated on their accepted uploads) while any upload of any
+benchmark is rejected or refused, with a benchmark column. Its headline in the UI is therefore the
+state of all benchmarks, never "Skipped" after a run that had nothing to do, nor "Passed" after a
+clean run of one benchmark while another still has rejections.
 """
 
 import dagster as dg
@@ -31,10 +35,12 @@ class LedgerConfig(dg.Config):
     rerate: bool = False  # re-rate even when the outputs are current (the nightly re-rating sets it)
 
 
-def uploads_table(rows: list[dict], limit: int = SHOWN_ROWS) -> dg.TableMetadataValue:
-    """Uploads as a Dagster table (no markdown: names and messages are shown, never interpreted)."""
+def uploads_table(rows: list[dict], limit: int = SHOWN_ROWS, benchmark_column: bool = False) -> dg.TableMetadataValue:
+    """Uploads as a Dagster table (no markdown: names and messages are shown, never interpreted); with
+    ``benchmark_column``, rows carry a ``benchmark`` key shown first."""
     schema = dg.TableSchema(
         columns=[
+            *([dg.TableColumn("benchmark", "string")] if benchmark_column else []),
             dg.TableColumn("path", "string"),
             dg.TableColumn("status", "string", description="accepted | rejected | refused | removed"),
             dg.TableColumn("rule", "string"),
@@ -43,16 +49,29 @@ def uploads_table(rows: list[dict], limit: int = SHOWN_ROWS) -> dg.TableMetadata
             dg.TableColumn("version", "string"),
         ]
     )
+    columns = (["benchmark"] if benchmark_column else []) + UPLOAD_COLUMNS
     records = [
-        dg.TableRecord({c: (r[c] if c != "version" else str(r[c])[:19]) if r[c] is not None else "" for c in UPLOAD_COLUMNS})
+        dg.TableRecord({c: (r[c] if c != "version" else str(r[c])[:19]) if r[c] is not None else "" for c in columns})
         for r in rows[:limit]
     ]
     return dg.MetadataValue.table(records, schema=schema)
 
 
+UPLOADS_CHECK = "uploads_accepted"
+
+
 @dg.asset(
     partitions_def=benchmark_partitions,
     output_required=False,
+    check_specs=[
+        dg.AssetCheckSpec(
+            UPLOADS_CHECK,
+            asset="upload_ledger",
+            description="Every benchmark's latest uploads: fails (as a warning) while any upload of any benchmark is "
+            "rejected or any file refused, listing them with their benchmark and rule. Evaluated in every run of the "
+            "ledger. The benchmarks are rated on their accepted uploads meanwhile.",
+        )
+    ],
     group_name="ingest",
     code_version=INGEST_VERSION,
     kinds={"parquet"},
@@ -71,6 +90,7 @@ def upload_ledger(context: dg.AssetExecutionContext, config: LedgerConfig, stora
         if benchmark not in present_benchmarks(store):
             removed = withdraw(store, benchmark, everything=True)
             context.log.info(f"{benchmark} has no inputs left: withdrew {len(removed)} output file(s)")
+            yield uploads_check(store, benchmark)
             return
         update = refresh_ledger(store, benchmark, read_upload=read_upload, quality_suite=failed_expectations)
         ledger = update.ledger
@@ -86,10 +106,12 @@ def upload_ledger(context: dg.AssetExecutionContext, config: LedgerConfig, stora
             context.log.info(f"… and {len(update.changed) - LOGGED_ROWS} more changed upload(s): see the ledger")
         if not (update.written or withdrawn or config.rerate or (ledger.accepted and rated != digest)):
             context.log.info(f"{benchmark}: outputs are current for inputs {digest}; nothing to do")
+            yield uploads_check(store, benchmark)
             return
         yield dg.MaterializeResult(
             metadata=_metadata(store, ledger, update, digest, bool(withdrawn)), data_version=dg.DataVersion(digest)
         )
+        yield uploads_check(store, benchmark)
 
 
 def _metadata(store, ledger: Ledger, update, digest: str, withdrawn: bool) -> dict:
@@ -109,23 +131,63 @@ def _metadata(store, ledger: Ledger, update, digest: str, withdrawn: bool) -> di
     }
 
 
-@dg.asset_check(
-    asset=upload_ledger,
-    name="uploads_accepted",
-    description="Fails (as a warning) while any upload of the benchmark is rejected or any file refused; lists them with "
-    "their rule. The benchmark is rated on its accepted uploads meanwhile.",
-)
-def uploads_accepted(context: dg.AssetCheckExecutionContext, storage: ObjectStorage) -> dg.AssetCheckResult:
-    ledger = read_ledger(storage.store, context.partition_key)
-    problems = ledger.problems if ledger else []
+def benchmarks_table(outcomes: list[dict]) -> dg.TableMetadataValue:
+    """One row per benchmark: its latest ledger's counts and first problem."""
+    schema = dg.TableSchema(
+        columns=[
+            dg.TableColumn("benchmark", "string"),
+            dg.TableColumn("outcome", "string", description="passed | failed"),
+            dg.TableColumn("accepted", "int"),
+            dg.TableColumn("rejected", "int"),
+            dg.TableColumn("refused", "int"),
+            dg.TableColumn("first_rule", "string"),
+        ]
+    )
+    return dg.MetadataValue.table([dg.TableRecord(o) for o in outcomes[:SHOWN_ROWS]], schema=schema)
+
+
+def uploads_check(store, benchmark: str) -> dg.AssetCheckResult:
+    """``uploads_accepted``: every benchmark's latest ledger (the run's own benchmark named in ``benchmark``, its
+    counts in ``rejected_or_refused`` and ``first_rule``); fails while any benchmark has a rejected or refused file."""
+    names = {n.removesuffix(".parquet") for n in store.list_dir("warehouse/upload_ledger")} | {benchmark}
+    outcomes, problems, own = [], [], []
+    for name in sorted(names):
+        ledger = read_ledger(store, name)
+        if ledger is None:
+            continue
+        mine = ledger.problems
+        problems.extend({**r, "benchmark": name} for r in mine)
+        if name == benchmark:
+            own = mine
+        outcomes.append(
+            {
+                "benchmark": name,
+                "outcome": "failed" if mine else "passed",
+                "accepted": len(ledger.accepted),
+                "rejected": sum(r["status"] == "rejected" for r in mine),
+                "refused": sum(r["status"] == "refused" for r in mine),
+                "first_rule": mine[0]["rule"] or "" if mine else "",
+            }
+        )
+    failing = [o["benchmark"] for o in outcomes if o["outcome"] == "failed"]
+    own_ledger = read_ledger(store, benchmark)
     return dg.AssetCheckResult(
+        check_name=UPLOADS_CHECK,
         passed=not problems,
         severity=dg.AssetCheckSeverity.WARN,
+        description=(
+            f"{len(failing)} of {len(outcomes)} benchmark(s) with rejected or refused files: {', '.join(failing[:10])}"
+            + (", …" if len(failing) > 10 else "")
+            if failing
+            else f"every upload of {len(outcomes)} benchmark(s) accepted"
+        ),
         metadata={
-            "benchmark": context.partition_key,  # partitioned checks are a preview feature of Dagster: named here instead
-            "accepted": len(ledger.accepted) if ledger else 0,
-            "rejected_or_refused": len(problems),
-            "problems": uploads_table(problems),
-            **({"first_rule": problems[0]["rule"], "first_problem": problems[0]["message"]} if problems else {}),
+            "benchmark": benchmark,  # the run's benchmark; the tables cover every benchmark
+            "accepted": len(own_ledger.accepted) if own_ledger else 0,
+            "rejected_or_refused": len(own),
+            "benchmarks_failing": len(failing),
+            "benchmarks": benchmarks_table(outcomes),
+            "problems": uploads_table(problems, benchmark_column=True),
+            **({"first_rule": own[0]["rule"], "first_problem": own[0]["message"]} if own else {}),
         },
     )

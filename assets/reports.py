@@ -110,6 +110,7 @@ def benchmark_reports(
             CODE_VERSION,
             digest,
             ledger.description if ledger else "",
+            agents=agents,
         ).encode()
         store.write_bytes(report_path(benchmark), html)
         explorer = render_explorer(

@@ -354,7 +354,8 @@ _BODY = """<header><h1 id="title"></h1><div id="description" class="muted"></div
 <a href="#masses">Ability masses</a><a href="#reliability">Reliability</a><a href="#calibration">Calibration</a></nav></header>
 <main>
 <section id="leaderboard"><h2>Leaderboard</h2>
-<p class="muted">Ratings on the Elo scale with their intervals; ranks are ranges where intervals overlap.
+<p class="muted">Ratings on the Elo scale with their intervals, led by the rank (= where agents share it: no interval
+separates them), the rank range the intervals allow and the interval itself.
 <span class="badge">provisional</span> marks agents rated provisionally; <span class="badge off">disconnected</span>
 agents share no test case with the benchmark's main component (rated on a scale of their own, unranked) and
 <span class="badge off">unplaced</span> ones uploaded only test cases the benchmark does not rate.</p>
@@ -500,7 +501,7 @@ function Table(root, o) {
       var tr = el("tr");
       if (o.rowClass) { var cls = o.rowClass(r); if (cls) { tr.setAttribute("class", cls); } }
       o.columns.forEach(function (c) {
-        var td = el("td", {"class": c.text ? "text" : ""});
+        var td = el("td", {"class": (c.text ? "text " : "") + "col-" + c.key});
         var v = c.render ? c.render(r) : fmt(r[c.key], c.digits);
         if (typeof v === "string") { td.textContent = v; } else { td.appendChild(v); }
         tr.appendChild(td);
@@ -521,7 +522,11 @@ function Table(root, o) {
 }
 
 function intervalBar(lo, mu, hi, dom) {
-  var w = 120, x = scale(dom[0], dom[1], 4, w - 4), s = sv("svg", {width: w, height: 12, "class": "interval"});
+  // dom: [d0, d1] on the whole board's scale, or {half: h}: a window of ±h Elo around this rating (a zoom)
+  var zoomed = dom.half !== undefined && mu !== null;
+  if (zoomed) { dom = [mu - dom.half, mu + dom.half]; }
+  var w = 120, x = scale(dom[0], dom[1], 4, w - 4), s = sv("svg", {width: w, height: 12, "class": "interval" + (zoomed ? " zoomed" : "")});
+  if (zoomed) { s.appendChild(sv("line", {x1: w / 2, x2: w / 2, y1: 1, y2: 11, stroke: "#dde", "stroke-width": 1})); }
   if (lo !== null && hi !== null) { s.appendChild(sv("line", {x1: x(lo), x2: x(hi), y1: 6, y2: 6, stroke: "#789", "stroke-width": 2})); }
   if (mu !== null) { s.appendChild(sv("circle", {cx: x(mu), cy: 6, r: 3, fill: "#c60"})); }
   return s;
@@ -548,13 +553,36 @@ var ratingDom = extent(agents.map(function (a) { return a.mu_lo !== undefined ? 
 function offScale(a) { return a.status === "disconnected" || a.status === "unplaced" || a.mu === null || a.mu === undefined; }
 var byRating = agents.filter(function (a) { return !offScale(a); }).sort(function (a, b) { return b.mu - a.mu; });
 byRating.forEach(function (a, i) { a._order = i + 1; });
+// rank (ties marked "="), rank range and interval lead: a rating is as good as its uncertainty
+var hasRanks = "rank_lo" in DATA.agents && "rank_hi" in DATA.agents;
+var rankCount = {};
+agents.forEach(function (a) { if (!offScale(a) && hasRanks && a.rank_lo !== null) { rankCount[a.rank_lo] = (rankCount[a.rank_lo] || 0) + 1; } });
+// the zoom: every interval drawn in a window of ±half Elo around its own rating, half fitted to the widest one
+var halfWidest = 0;
+agents.forEach(function (a) {
+  if (!offScale(a) && a.mu_lo !== undefined && a.mu_lo !== null) { halfWidest = Math.max(halfWidest, a.mu - a.mu_lo, a.mu_hi - a.mu); }
+});
+var zoom = {half: Math.max(1, halfWidest * 1.1)}, intervalDom = hasInterval ? zoom : ratingDom;
 var cols = [
-  {key: "rank", label: "rank", asc: true, sort: function (r) { return offScale(r) ? null : -r.mu; }, render: function (r) {
-    if (r.rank_lo !== undefined && r.rank_hi !== undefined && r.rank_lo !== null) {
+  {key: "rank", label: "rank", asc: true, title: "= marks a rank shared with other agents (no interval separates them)",
+   sort: function (r) { return offScale(r) ? null : -r.mu; }, render: function (r) {
+    if (offScale(r)) { return "–"; }
+    if (hasRanks && r.rank_lo !== null) { return (rankCount[r.rank_lo] > 1 ? "=" : "") + r.rank_lo; }
+    return String(r._order);
+  }}
+];
+if (hasRanks) {
+  cols.push({key: "rank_hi", label: "rank range", asc: true, title: "the best and worst ranks the intervals allow",
+    sort: function (r) { return offScale(r) ? null : -r.mu; }, render: function (r) {
+      if (offScale(r) || r.rank_lo === null) { return "–"; }
       return r.rank_lo === r.rank_hi ? String(r.rank_lo) : r.rank_lo + "–" + r.rank_hi;
-    }
-    return offScale(r) ? "–" : String(r._order);
-  }},
+    }});
+}
+if (hasInterval) {
+  cols.push({key: "mu_lo", label: "interval", title: "the rating's interval; the bar's scale is set above the table",
+    sort: function (r) { return r.mu; }, render: function (r) { return intervalCell(r.mu_lo, r.mu, r.mu_hi, intervalDom); }});
+}
+cols = cols.concat([
   {key: "agent_id", label: "agent", text: true, render: function (r) {
     var s = el("span", {"class": "agent-name"}, r.agent_id);
     var status = r.status || (r.provisional ? "provisional" : "rated");
@@ -564,18 +592,30 @@ var cols = [
     w.appendChild(s); w.appendChild(b); return w;
   }},
   {key: "mu", label: "rating", digits: 1}
-];
-if (hasInterval) { cols.push({key: "mu_lo", label: "interval", sort: function (r) { return r.mu; }, render: function (r) { return intervalCell(r.mu_lo, r.mu, r.mu_hi, ratingDom); }}); }
+]);
+var zoomControl = null;
+if (hasInterval) {
+  zoomControl = el("label", {"class": "muted"}, "interval bars: ");
+  var zoomSelect = el("select", {id: "interval-scale", "aria-label": "interval bars"});
+  zoomSelect.appendChild(el("option", {value: "zoom"}, "zoomed: ±" + fmt(zoom.half, 0) + " Elo around each rating"));
+  zoomSelect.appendChild(el("option", {value: "board"}, "whole board: " + fmt(ratingDom[0], 0) + " – " + fmt(ratingDom[1], 0)));
+  zoomControl.appendChild(zoomSelect);
+}
 [["matches", "matches", 0], ["mean_metric", "mean metric", 3], ["pct_beaten_50", "% beaten", 1], ["gap_50", "gap to oracle@50%", 0]].forEach(function (c) {
   if (c[0] in DATA.agents) { cols.push({key: c[0], label: c[1], digits: c[2]}); }
 });
 var plotApi = null;
-Table(document.getElementById("leaderboard-table"), {
-  id: "leaderboard", rows: agents, columns: cols, sortKey: "rank", sortDir: 1, pageSize: 50, noun: "agents",
+var board = Table(document.getElementById("leaderboard-table"), {
+  id: "leaderboard", rows: agents, columns: cols, sortKey: "rank", sortDir: 1, pageSize: 50, noun: "agents", extraControl: zoomControl,
   placeholder: "search agents", search: function (r) { return r.agent_id; },
   rowClass: function (r) { return offScale(r) ? "off" : r.provisional ? "provisional" : ""; },
   onChange: function (rows, q) { if (plotApi) { plotApi.highlight(q ? rows : null); } }
 });
+if (zoomControl) {
+  document.getElementById("interval-scale").addEventListener("change", function (e) {
+    intervalDom = e.target.value === "zoom" ? zoom : ratingDom; board.render();
+  });
+}
 
 // ---- difficulty
 (function () {
@@ -625,10 +665,11 @@ Table(document.getElementById("leaderboard-table"), {
   labelled.slice().sort(function (a, b) { return a.mu - b.mu; }).forEach(function (a) {
     var text = a.agent_id.length > 22 ? a.agent_id.slice(0, 21) + "…" : a.agent_id;
     text += " " + fmt(a.pct_beaten_50, 0) + "%";
-    var w = text.length * 6.2 + 6, cx = x(a.mu);
+    var w = text.length * 6.2 + 6, cx = x(a.mu), left = cx + w > W - 2;  // near the right edge: the label ends at its line
+    var start = left ? cx - w : cx;
     for (var k = 0; k < tiers.length; k++) {
       var last = tiers[k][tiers[k].length - 1];
-      if (!last || last.end < cx - 2) { tiers[k].push({end: cx + w, a: a, text: text, x: cx}); return; }
+      if (!last || last.end < start - 2) { tiers[k].push({end: left ? cx : cx + w, a: a, text: text, x: cx, left: left}); return; }
     }
   });
   shown.forEach(function (a) {
@@ -651,7 +692,8 @@ Table(document.getElementById("leaderboard-table"), {
     tier.forEach(function (l) {
       var ty = box.t - 10 - k * tierH;
       lines.appendChild(sv("line", {x1: l.x, x2: l.x, y1: ty + 2, y2: box.t - 4, stroke: "#c60", "stroke-width": 0.6, opacity: 0.6}));
-      lines.appendChild(sv("text", {x: l.x + 2, y: ty, "class": "agent-label", fill: l.a.provisional ? "#7a5cc7" : "#a40"}, l.text));
+      lines.appendChild(sv("text", {x: l.left ? l.x - 2 : l.x + 2, y: ty, "text-anchor": l.left ? "end" : "start",
+        "class": "agent-label", fill: l.a.provisional ? "#7a5cc7" : "#a40"}, l.text));
     });
   });
   s.appendChild(lines);

@@ -33,6 +33,98 @@ def _table(frame: pd.DataFrame, floatfmt: str = "{:.1f}", where: str = "") -> st
     return shown
 
 
+SHORT = 19  # characters of a long value (a SHA-256, an ETag) shown; the whole value is in its title
+
+
+def _short(value) -> str:
+    """``sha256:0123456789ab…`` with the full value in the title (hover, copy): long digests widen the page."""
+    text = "" if value is None or (isinstance(value, float) and value != value) else str(value)
+    if len(text) <= SHORT + 4:
+        return html.escape(text)
+    return f'<code class="digest" title="{html.escape(text)}">{html.escape(text[:SHORT])}…</code>'
+
+
+# digests are shortened visibly (the whole value in the cell's title): a SHA-256 per row widened the page to 2,049 px
+DIGEST_CELLS = {c: (lambda r, c=c: _short(r[c])) for c in ("source_version", "inputs_digest", "version")}
+
+
+def _number(value, fmt: str = "{:.1f}") -> str:
+    if value is None or value != value:
+        return "–"
+    return fmt.format(value) if isinstance(value, float) else html.escape(str(value))
+
+
+def _html_table(frame: pd.DataFrame, cells: dict, where: str = "", table_id: str = "", columns: list | None = None) -> str:
+    """A table of ``columns`` (default: all) whose cells are HTML from ``cells[column](row)``; other text is
+    escaped, numbers formatted."""
+    columns = list(frame.columns) if columns is None else columns
+    head = "".join(f"<th>{html.escape(str(c)).replace('_', '_<wbr>')}</th>" for c in columns)  # long names wrap
+    body = []
+    for row in frame.head(MAX_ROWS).to_dict("records"):
+        tds = []
+        for c in columns:
+            value = row[c]
+            cell = cells[c](row) if c in cells else html.escape(value) if isinstance(value, str) else _number(value)
+            tds.append(f'<td class="col-{html.escape(str(c))}">{cell}</td>')
+        body.append("<tr>" + "".join(tds) + "</tr>")
+    attribute = f' id="{table_id}"' if table_id else ""
+    shown = f'<table class="t"{attribute}><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+    if len(frame) > MAX_ROWS:
+        shown += f'<p class="more">{len(frame) - MAX_ROWS:,} more rows{html.escape(" in " + where) if where else ""}.</p>'
+    return shown
+
+
+def _interval_bar(lo, mu, hi, half: float) -> str:
+    """The interval as an inline SVG bar in a window of ±half Elo around the rating (the same zoom for every row)."""
+    if any(v is None or v != v for v in (lo, mu, hi)) or half <= 0:
+        return ""
+    w = 110
+    x = lambda v: 4 + (v - (mu - half)) / (2 * half) * (w - 8)  # noqa: E731
+    return (
+        f'<svg class="interval" width="{w}" height="12" aria-hidden="true">'
+        f'<line x1="{w / 2:.1f}" x2="{w / 2:.1f}" y1="1" y2="11" stroke="#dde"/>'
+        f'<line class="bar" x1="{x(lo):.1f}" x2="{x(hi):.1f}" y1="6" y2="6" stroke="#789" stroke-width="2"/>'
+        f'<circle cx="{x(mu):.1f}" cy="6" r="3" fill="#c60"/></svg>'
+    )
+
+
+def leaderboard(gaps: pd.DataFrame, agents: pd.DataFrame | None = None) -> tuple[pd.DataFrame, dict, float]:
+    """The report's leaderboard: rank (``=`` where shared), rank range and interval first, then the gap table's
+    columns; the intervals come from ``agents`` (``agent_id, mu_lo, mu_hi``) when the gap table lacks them."""
+    frame = gaps.copy()
+    if agents is not None and {"mu_lo", "mu_hi"} <= set(agents.columns) and "mu_lo" not in frame:
+        intervals = agents[["agent_id", "mu_lo", "mu_hi"]].astype({"agent_id": str})
+        frame = frame.astype({"agent_id": str}).merge(intervals, on="agent_id", how="left", validate="one_to_one")
+    ranked = frame["status"].isin(["rated", "provisional"]) if "status" in frame else pd.Series(True, index=frame.index)
+    lead, cells = [], {}
+    half = 0.0
+    if "rank_lo" in frame:
+        shared = frame[ranked]["rank_lo"].value_counts()
+        rank_of = lambda r: "–" if r["status_"] or r["rank_lo"] != r["rank_lo"] else (  # noqa: E731
+            ("=" if shared.get(r["rank_lo"], 0) > 1 else "") + str(int(r["rank_lo"]))
+        )
+        frame["rank"] = ""
+        cells["rank"] = rank_of
+        lead.append("rank")
+        if "rank_hi" in frame:
+            frame["rank range"] = ""
+            cells["rank range"] = lambda r: "–" if r["status_"] or r["rank_lo"] != r["rank_lo"] else (
+                str(int(r["rank_lo"])) if r["rank_lo"] == r["rank_hi"] else f"{int(r['rank_lo'])}–{int(r['rank_hi'])}"
+            )
+            lead.append("rank range")
+    if {"mu_lo", "mu_hi"} <= set(frame.columns):
+        on = frame[ranked]
+        half = 1.1 * float(max((on["rating"] - on["mu_lo"]).max(), (on["mu_hi"] - on["rating"]).max(), 0.0)) if len(on) else 0.0
+        frame["interval"] = ""
+        cells["interval"] = lambda r: (
+            "–" if r["mu_lo"] != r["mu_lo"] else
+            f'{_interval_bar(r["mu_lo"], r["rating"], r["mu_hi"], half)} {r["mu_lo"]:.0f} – {r["mu_hi"]:.0f}'
+        )
+        lead.append("interval")
+    frame["status_"] = ~ranked
+    return frame, cells, half
+
+
 def render_report(
     benchmark: str,
     figures: dict[str, bytes],
@@ -43,12 +135,15 @@ def render_report(
     code_version: str,
     inputs_digest: str,
     description: str = "",
+    agents: pd.DataFrame | None = None,
 ) -> str:
     """The report's HTML text.
 
     ``gaps`` is the competency gap table; with its ``rank_lo`` and ``status`` columns (the pipeline's
     ``competency_gap_tables``) the report names the best agent, or the top tier when intervals tie
-    it, and lists the provisional, disconnected and unplaced agents with their reasons.
+    it, and lists the provisional, disconnected and unplaced agents with their reasons. The leaderboard
+    leads with rank (``=`` where shared), rank range and interval (``mu_lo, mu_hi``, from the gap table
+    or ``agents``).
     """
     final = reliability.iloc[-1]
     gap_columns = [
@@ -67,6 +162,10 @@ def render_report(
         ]
         if c in gaps
     ]
+    board, cells, half = leaderboard(gaps, agents)
+    lead = [c for c in ("rank", "rank range", "interval") if c in board]
+    cells = {**cells, "agent_id": lambda r: html.escape(str(r["agent_id"]))}  # ids whole, never shortened
+    zoom = f" Interval bars: ±{half:.0f} Elo around each rating." if half else ""
     leaders = html.escape(headline(gaps)) if "rank_lo" in gaps else ""
     unusual = "".join(f"<li>{html.escape(line)}</li>" for line in unusual_agents(gaps))
     sections = "\n".join(
@@ -76,10 +175,14 @@ def render_report(
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>AGI-Elo report: {html.escape(benchmark)}</title>
 <style>
-body {{ font-family: system-ui, sans-serif; max-width: 1000px; margin: 2em auto; color: #222; }}
+body {{ font-family: system-ui, sans-serif; max-width: 1200px; margin: 2em auto; padding: 0 1em; color: #222; }}
 img {{ max-width: 100%; }} table.t {{ border-collapse: collapse; font-size: 13px; }}
 table.t td, table.t th {{ padding: 3px 8px; border-bottom: 1px solid #ddd; text-align: right; }}
 table.t td:first-child, table.t th:first-child {{ text-align: left; }} code {{ font-size: 12px; }}
+table.t th {{ vertical-align: bottom; }}
+table.t td.col-agent_id {{ text-align: left; overflow-wrap: anywhere; min-width: 8em; }} table.t td.col-interval {{ white-space: nowrap; }}
+table.t td.col-status_reason {{ text-align: left; }} svg.interval {{ vertical-align: middle; }} .muted {{ color: #667; font-size: 13px; }}
+#gaps, #hardest, #inputs {{ overflow-x: auto; }}
 </style></head><body>
 <h1>AGI-Elo report: {html.escape(benchmark)}</h1>
 <p>{html.escape(description)}</p>
@@ -89,13 +192,15 @@ reliability at 100% of the matches: ρ(test cases) <span id="rho-test-cases">{fi
 <h2>Agents and their competency gaps</h2>
 <p id="headline">{leaders}</p>
 <ul id="unusual">{unusual}</ul>
-<div id="gaps">{_table(gaps[gap_columns], where=f"warehouse/competency_gap_tables/{benchmark}.parquet")}</div>
+<p class="muted">Rank: <strong>=</strong> where agents share it (no interval separates them); rank range: the best
+and worst ranks the intervals allow; interval: the rating's 90% interval.{zoom}</p>
+<div id="gaps">{_html_table(board, cells, f"warehouse/competency_gap_tables/{benchmark}.parquet", "leaderboard", lead + gap_columns)}</div>
 <h2>Hardest test cases</h2>
 <div id="hardest">{_table(hardest)}</div>
 {sections}
 <h2>Inputs and code</h2>
-<p>Inputs digest <code id="inputs-digest">{html.escape(inputs_digest)}</code>;
+<p>Inputs digest <code id="inputs-digest" title="{html.escape(inputs_digest)}">{html.escape(inputs_digest)}</code>;
 code version <code id="code-version">{html.escape(code_version)}</code>.</p>
-<div id="inputs">{_table(inputs, where=f"warehouse/input_manifests/{benchmark}.parquet")}</div>
+<div id="inputs">{_html_table(inputs, DIGEST_CELLS, where=f"warehouse/input_manifests/{benchmark}.parquet")}</div>
 </body></html>
 """

@@ -182,3 +182,38 @@ def test_ids_holding_markdown_and_html_are_shown_never_interpreted(ledger_page):
     assert page.locator("img[src='x'], img[src*='evil']").count() == 0
     assert page.locator("strong", has_text="bold").count() == 0
     assert dialogs == [] and not [u for u in requests if "evil" in u or u.endswith("/x")]
+
+
+def test_the_check_headline_keeps_a_failure_after_a_clean_run_of_another_benchmark(ledger_page):
+    """Issue 24 item 5: a later, clean run of another benchmark must not turn uploads_accepted's headline to
+    Passed (or Skipped): the check summarizes every benchmark, with a benchmark column. Runs last in this module."""
+    import subprocess
+    import sys
+
+    from ..pipeline.conftest import write_benchmark
+
+    server, page, _, _ = ledger_page
+    root = Path(server.env["AGIELO_STORAGE"])
+    write_benchmark(root, "vision", [1400, 1700])
+    cli = subprocess.run(
+        [sys.executable, "-m", "agielo_dagster.cli", "run", "--storage", str(root)],
+        cwd=REPO,
+        env={**os.environ, "DAGSTER_HOME": server.env["DAGSTER_HOME"]},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert cli.returncode == 0 and "vision" in cli.stdout, cli.stdout + cli.stderr
+    page.goto(f"{server.url}/assets/upload_ledger?view=checks", wait_until="networkidle")
+    page.get_by_text("benchmarks_failing").first.wait_for(timeout=120_000)
+    _settle(page)
+    page.screenshot(path=str(ARTIFACTS / "upload_ledger_check_two_benchmarks.png"), full_page=True)
+    body = page.inner_text("body")
+    assert "uploads_accepted" in body and "Failed" in body
+    assert "Passed" not in body and "Skipped" not in body  # vision's clean run did not hide quiz's rejection
+    assert "1 of 2 benchmark(s) with rejected or refused files: quiz" in body  # the headline names the benchmark
+    rows = page.locator("tr:not(:has(tr))")
+    assert rows.filter(has_text="vision").filter(has_text="passed").count() == 1  # every benchmark's outcome
+    assert rows.filter(has_text="quiz").filter(has_text="failed").filter(has_text="metric_in_range").count() == 1
+    problem = page.locator("tr:not(:has(tr))", has_text="raw/quiz/rejected_model.csv").first.inner_text()
+    assert "quiz" in problem.replace("raw/quiz/", "") and "rejected" in problem  # the benchmark column

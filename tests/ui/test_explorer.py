@@ -254,7 +254,7 @@ def test_sorting_by_a_column_reverses_on_a_second_click(explorer):
 
     def ratings_after_click():
         page.locator("#leaderboard-grid th", has_text="rating").first.click()
-        cells = page.locator("#leaderboard-grid tbody tr td:nth-child(3)")
+        cells = page.locator("#leaderboard-grid tbody tr td.col-mu")
         return [float(cells.nth(i).inner_text()) for i in range(cells.count())]
 
     first = run(ratings_after_click)
@@ -396,3 +396,99 @@ def test_unranked_agents_come_last_badged_and_the_headline_names_the_top(benchma
     assert any(u.startswith("disconnected: typo — shares no test case") for u in unusual)
     assert any(u.startswith("unplaced: ghost — none of its 10 test cases") for u in unusual)
     assert lines == len(on_scale)  # only the main component is drawn on the difficulty axis
+
+
+def test_the_leaderboard_leads_with_rank_range_and_a_visible_interval_at_1280_px(benchmark, browser, tmp_path):
+    """At a 1,280 px window: rank, rank range and interval come first, each interval is drawn wide enough to
+    see (zoomed around its rating), no agent label leaves the figure and the page does not scroll sideways."""
+    run, chromium = browser
+    path = tmp_path / "narrow.html"
+    path.write_text(render(benchmark), encoding="utf-8")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    errors = []
+
+    def check():
+        context = chromium.new_context(offline=True, viewport={"width": 1280, "height": 900})
+        page = context.new_page()
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(path.as_uri(), wait_until="load")
+        page.locator("#leaderboard-grid tbody tr").first.wait_for()
+        page.screenshot(path=str(ARTIFACTS / "explorer_1280.png"), full_page=True)
+        page.locator("#leaderboard").screenshot(path=str(ARTIFACTS / "explorer_leaderboard_1280.png"))
+        headers = page.locator("#leaderboard-grid th").all_inner_texts()
+        first = page.locator("#leaderboard-grid tbody tr").first
+        cells = [first.locator("td").nth(i) for i in range(3)]
+        visible = all(c.is_visible() for c in cells)
+        texts = [c.inner_text() for c in cells]
+        bars = page.locator("#leaderboard-grid svg.interval line[stroke='#789']")
+        zoomed = [bars.nth(i).bounding_box()["width"] for i in range(bars.count())]
+        page.locator("#interval-scale").select_option("board")
+        board = [bars.nth(i).bounding_box()["width"] for i in range(bars.count())]
+        scroll = page.evaluate("document.documentElement.scrollWidth")
+        svg = page.locator("#difficulty-svg").bounding_box()
+        labels = [b for b in (page.locator("#agent-lines text.agent-label").nth(i).bounding_box()
+                              for i in range(page.locator("#agent-lines text.agent-label").count())) if b]
+        context.close()
+        return headers, visible, texts, zoomed, board, scroll, svg, labels
+
+    headers, visible, texts, zoomed, board, scroll, svg, labels = run(check)
+    assert errors == []
+    assert [h.strip(" ▲▼") for h in headers[:3]] == ["rank", "rank range", "interval"]
+    assert visible and re.fullmatch(r"=?\d+", texts[0]) and re.fullmatch(r"\d+(–\d+)?", texts[1])
+    agents = benchmark["agents"].sort_values("mu", ascending=False)
+    assert texts[2].strip() == f"{agents['mu_lo'].iloc[0]:.0f} – {agents['mu_hi'].iloc[0]:.0f}"
+    assert len(zoomed) == len(AGENT_NAMES) and min(zoomed) >= 20  # the narrowest interval is still a visible bar
+    assert max(board) < max(zoomed)  # the whole board's scale shrinks them: the zoom is what makes them readable
+    assert scroll <= 1280
+    assert labels and all(svg["x"] - 1 <= b["x"] and b["x"] + b["width"] <= svg["x"] + svg["width"] + 1 for b in labels)
+
+
+def test_the_report_leads_with_rank_range_and_interval_and_fits_1280_px(benchmark, browser, tmp_path):
+    """The static HTML report at a 1,280 px window: rank, rank range and interval first and visible, the
+    inputs' SHA-256s shortened (whole in the title), no sideways scroll."""
+    from agielo_dagster.domain import figures
+    from agielo_dagster.domain.report import render_report
+    from agielo_dagster.rating.standing import agent_standings
+    from assets.ratings import gap_table
+
+    run, chromium = browser
+    result = benchmark["result"]
+    agents = agent_standings(benchmark["agents"])
+    gaps = gap_table(result.test_cases, agents, None)
+    digest = "sha256:" + hashlib.sha256(b"x").hexdigest()
+    inputs = pd.DataFrame({"agent_id": agents["agent_id"], "source_path": "raw/quiz/" + agents["agent_id"] + ".csv",
+                           "source_version": digest})
+    hardest = result.test_cases.nlargest(5, "mu")[["test_case_id", "mu"]].rename(columns={"mu": "rating"})
+    pngs = {"competency_gap": figures.to_png(figures.competency_gap(gaps))}
+    page_html = render_report("quiz", pngs, gaps, hardest, result.reliability, inputs, "0.1.0", digest, agents=agents)
+    path = tmp_path / "report.html"
+    path.write_text(page_html, encoding="utf-8")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+
+    def check():
+        context = chromium.new_context(offline=True, viewport={"width": 1280, "height": 900})
+        page = context.new_page()
+        page.goto(path.as_uri(), wait_until="load")
+        page.screenshot(path=str(ARTIFACTS / "report_1280.png"), full_page=True)
+        page.locator("#gaps").screenshot(path=str(ARTIFACTS / "report_leaderboard_1280.png"))
+        headers = page.locator("#leaderboard th").all_inner_texts()
+        first = page.locator("#leaderboard tbody tr").first
+        cells = [first.locator("td").nth(i) for i in range(3)]
+        shown = [(c.is_visible(), c.inner_text()) for c in cells]
+        bars = page.locator("#leaderboard svg.interval line.bar")
+        widths = [bars.nth(i).bounding_box()["width"] for i in range(bars.count())]
+        digests = page.locator("#inputs code.digest")
+        digest_shown = (digests.first.inner_text(), digests.first.get_attribute("title"), digests.count())
+        scroll = page.evaluate("document.documentElement.scrollWidth")
+        context.close()
+        return headers, shown, widths, digest_shown, scroll
+
+    headers, shown, widths, (short, title, n_digests), scroll = run(check)
+    assert headers[:4] == ["rank", "rank range", "interval", "agent_id"]
+    assert all(visible for visible, _ in shown)
+    best = agents.sort_values("mu", ascending=False).iloc[0]
+    assert re.fullmatch(r"=?1", shown[0][1]) and re.fullmatch(rf"1(–{best['rank_hi']})?", shown[1][1])
+    assert shown[2][1].strip() == f"{best['mu_lo']:.0f} – {best['mu_hi']:.0f}"
+    assert len(widths) == len(agents) and min(widths) >= 20  # every interval a visible bar
+    assert short.endswith("…") and len(short) < 25 and title == digest and n_digests == len(agents)
+    assert scroll <= 1280
