@@ -11,6 +11,7 @@ Glicko alone gives (measured in the last test).
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from agielo_dagster.rating import rate, simulate_matches
@@ -117,7 +118,7 @@ def test_components_keep_their_own_scales():
     a = simulate_matches(rng.normal(1500, 300, 150), rng.normal(1500, 300, 5), seed=3)
     b = simulate_matches(rng.normal(1500, 300, 150), rng.normal(1500, 300, 4), seed=4)
     b = b.assign(test_case_id="b_" + b["test_case_id"], agent_id="b_" + b["agent_id"])
-    both = __import__("pandas").concat([a, b], ignore_index=True)
+    both = pd.concat([a, b], ignore_index=True)
     with pytest.warns(UserWarning, match="groups that share no test case"):
         joint = rate(both, seed=1, with_reliability=False, refine=True).agents.set_index("agent_id")
     alone = rate(a, seed=1, with_reliability=False, refine=True).agents.set_index("agent_id")
