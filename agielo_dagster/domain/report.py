@@ -100,16 +100,21 @@ def leaderboard(gaps: pd.DataFrame, agents: pd.DataFrame | None = None) -> tuple
     half = 0.0
     if "rank_lo" in frame:
         shared = frame[ranked]["rank_lo"].value_counts()
-        rank_of = lambda r: "–" if r["status_"] or r["rank_lo"] != r["rank_lo"] else (  # noqa: E731
-            ("=" if shared.get(r["rank_lo"], 0) > 1 else "") + str(int(r["rank_lo"]))
+        rank_of = lambda r: (
+            "–"
+            if r["status_"] or r["rank_lo"] != r["rank_lo"]
+            # noqa: E731
+            else (("=" if shared.get(r["rank_lo"], 0) > 1 else "") + str(int(r["rank_lo"])))
         )
         frame["rank"] = ""
         cells["rank"] = rank_of
         lead.append("rank")
         if "rank_hi" in frame:
             frame["rank range"] = ""
-            cells["rank range"] = lambda r: "–" if r["status_"] or r["rank_lo"] != r["rank_lo"] else (
-                str(int(r["rank_lo"])) if r["rank_lo"] == r["rank_hi"] else f"{int(r['rank_lo'])}–{int(r['rank_hi'])}"
+            cells["rank range"] = lambda r: (
+                "–"
+                if r["status_"] or r["rank_lo"] != r["rank_lo"]
+                else (str(int(r["rank_lo"])) if r["rank_lo"] == r["rank_hi"] else f"{int(r['rank_lo'])}–{int(r['rank_hi'])}")
             )
             lead.append("rank range")
     if {"mu_lo", "mu_hi"} <= set(frame.columns):
@@ -117,8 +122,9 @@ def leaderboard(gaps: pd.DataFrame, agents: pd.DataFrame | None = None) -> tuple
         half = 1.1 * float(max((on["rating"] - on["mu_lo"]).max(), (on["mu_hi"] - on["rating"]).max(), 0.0)) if len(on) else 0.0
         frame["interval"] = ""
         cells["interval"] = lambda r: (
-            "–" if r["mu_lo"] != r["mu_lo"] else
-            f'{_interval_bar(r["mu_lo"], r["rating"], r["mu_hi"], half)} {r["mu_lo"]:.0f} – {r["mu_hi"]:.0f}'
+            "–"
+            if r["mu_lo"] != r["mu_lo"]
+            else f"{_interval_bar(r['mu_lo'], r['rating'], r['mu_hi'], half)} {r['mu_lo']:.0f} – {r['mu_hi']:.0f}"
         )
         lead.append("interval")
     frame["status_"] = ~ranked

@@ -16,11 +16,7 @@ def write_warehouse(root, agents=21, test_cases=30, seed=7):
     pd.DataFrame({"test_case_id": ids, "mu": np.linspace(1200, 1800, test_cases)}).to_parquet(
         root / "warehouse/test_case_ratings/quiz.parquet"
     )
-    rows = [
-        (t, f"agent_{a:02d}", *[float(rng.random() < (a + 1) / (agents + 1))] * 2)
-        for a in range(agents)
-        for t in ids
-    ]
+    rows = [(t, f"agent_{a:02d}", *[float(rng.random() < (a + 1) / (agents + 1))] * 2) for a in range(agents) for t in ids]
     matches = pd.DataFrame(rows, columns=["test_case_id", "agent_id", "metric", "score"])
     matches.to_parquet(root / "warehouse/match_tables/quiz.parquet")
 
@@ -46,7 +42,11 @@ def test_query_refuses_a_top_below_one(tmp_path, capsys):
 
 @pytest.mark.parametrize(
     "rho, phrase",
-    [(-0.92, "harder test cases, lower scores: as expected"), (0.3, "check the metric's direction"), (float("nan"), "not measured")],
+    [
+        (-0.92, "harder test cases, lower scores: as expected"),
+        (0.3, "check the metric's direction"),
+        (float("nan"), "not measured"),
+    ],
 )
 def test_the_sign_of_rho_is_explained(rho, phrase):
     assert phrase in rho_meaning(rho)

@@ -426,8 +426,14 @@ def test_the_leaderboard_leads_with_rank_range_and_a_visible_interval_at_1280_px
         board = [bars.nth(i).bounding_box()["width"] for i in range(bars.count())]
         scroll = page.evaluate("document.documentElement.scrollWidth")
         svg = page.locator("#difficulty-svg").bounding_box()
-        labels = [b for b in (page.locator("#agent-lines text.agent-label").nth(i).bounding_box()
-                              for i in range(page.locator("#agent-lines text.agent-label").count())) if b]
+        labels = [
+            b
+            for b in (
+                page.locator("#agent-lines text.agent-label").nth(i).bounding_box()
+                for i in range(page.locator("#agent-lines text.agent-label").count())
+            )
+            if b
+        ]
         context.close()
         return headers, visible, texts, zoomed, board, scroll, svg, labels
 
@@ -456,8 +462,9 @@ def test_the_report_leads_with_rank_range_and_interval_and_fits_1280_px(benchmar
     agents = agent_standings(benchmark["agents"])
     gaps = gap_table(result.test_cases, agents, None)
     digest = "sha256:" + hashlib.sha256(b"x").hexdigest()
-    inputs = pd.DataFrame({"agent_id": agents["agent_id"], "source_path": "raw/quiz/" + agents["agent_id"] + ".csv",
-                           "source_version": digest})
+    inputs = pd.DataFrame(
+        {"agent_id": agents["agent_id"], "source_path": "raw/quiz/" + agents["agent_id"] + ".csv", "source_version": digest}
+    )
     hardest = result.test_cases.nlargest(5, "mu")[["test_case_id", "mu"]].rename(columns={"mu": "rating"})
     pngs = {"competency_gap": figures.to_png(figures.competency_gap(gaps))}
     page_html = render_report("quiz", pngs, gaps, hardest, result.reliability, inputs, "0.1.0", digest, agents=agents)
