@@ -277,8 +277,9 @@ def _level(m, a_mu, t_mu0, a_comp, t_comp, n_components, init_mu, init_sigma):
     shift = np.zeros(n_components)
     comp = np.maximum(t_comp, 0)
     played = t_comp >= 0
-    for _ in range(_MAX_ITER):
-        g_t, v_t, g_c = level_sums(
+
+    def sums():  # the test cases' and components' score sums at the current ratings
+        return level_sums(
             m.agent,
             m.test_case,
             m.score,
@@ -288,6 +289,9 @@ def _level(m, a_mu, t_mu0, a_comp, t_comp, n_components, init_mu, init_sigma):
             m.n_test_cases,
             n_components,
         )
+
+    for _ in range(_MAX_ITER):
+        g_t, v_t, g_c = sums()
         grad_t = -Q * g_t - prior_prec * (t_mu - init_mu)  # ∂ℓ/∂θ_t
         grad_c = Q * g_c  # ∂ℓ/∂δ_c
         e_t = Q * Q * v_t
@@ -301,16 +305,7 @@ def _level(m, a_mu, t_mu0, a_comp, t_comp, n_components, init_mu, init_sigma):
         shift += x_c
         if max(np.abs(x_t).max(initial=0.0), np.abs(x_c).max(initial=0.0)) < _TOL:
             break
-    _, v_t, _ = level_sums(
-        m.agent,
-        m.test_case,
-        m.score,
-        _strengths(a_mu + shift[a_comp], init_mu),
-        _strengths(t_mu, init_mu),
-        a_comp,
-        m.n_test_cases,
-        n_components,
-    )
+    _, v_t, _ = sums()
     t_sig = 1.0 / np.sqrt(Q * Q * v_t + prior_prec)
     return shift, t_mu, t_sig
 
