@@ -556,7 +556,9 @@ byRating.forEach(function (a, i) { a._order = i + 1; });
 // rank (ties marked "="), rank range and interval lead: a rating is as good as its uncertainty
 var hasRanks = "rank_lo" in DATA.agents && "rank_hi" in DATA.agents;
 var rankCount = {};
-agents.forEach(function (a) { if (!offScale(a) && hasRanks && a.rank_lo !== null) { rankCount[a.rank_lo] = (rankCount[a.rank_lo] || 0) + 1; } });
+// a provisional agent takes no rank of its own (its rank range is where its interval puts it among the rated)
+function unranked(a) { return offScale(a) || a.status === "provisional" || a.provisional === true; }
+agents.forEach(function (a) { if (!unranked(a) && hasRanks && a.rank_lo !== null) { rankCount[a.rank_lo] = (rankCount[a.rank_lo] || 0) + 1; } });
 // the zoom: every interval drawn in a window of ±half Elo around its own rating, half fitted to the widest one
 var halfWidest = 0;
 agents.forEach(function (a) {
@@ -566,7 +568,7 @@ var zoom = {half: Math.max(1, halfWidest * 1.1)}, intervalDom = hasInterval ? zo
 var cols = [
   {key: "rank", label: "rank", asc: true, title: "= marks a rank shared with other agents (no interval separates them)",
    sort: function (r) { return offScale(r) ? null : -r.mu; }, render: function (r) {
-    if (offScale(r)) { return "–"; }
+    if (unranked(r)) { return "–"; }
     if (hasRanks && r.rank_lo !== null) { return (rankCount[r.rank_lo] > 1 ? "=" : "") + r.rank_lo; }
     return String(r._order);
   }}

@@ -98,16 +98,17 @@ def leaderboard(gaps: pd.DataFrame, agents: pd.DataFrame | None = None) -> tuple
     ranked = frame["status"].isin(["rated", "provisional"]) if "status" in frame else pd.Series(True, index=frame.index)
     lead, cells = [], {}
     half = 0.0
+    # a provisional agent takes no rank of its own: its rank range is where its interval puts it among the rated
+    rated = frame["status"].eq("rated") if "status" in frame else pd.Series(True, index=frame.index)
     if "rank_lo" in frame:
-        shared = frame[ranked]["rank_lo"].value_counts()
-        rank_of = lambda r: (
-            "–"
-            if r["status_"] or r["rank_lo"] != r["rank_lo"]
-            # noqa: E731
-            else (("=" if shared.get(r["rank_lo"], 0) > 1 else "") + str(int(r["rank_lo"])))
-        )
+        shared = frame[rated]["rank_lo"].value_counts()
+        frame["rated_"] = rated
         frame["rank"] = ""
-        cells["rank"] = rank_of
+        cells["rank"] = lambda r: (
+            (("=" if shared.get(r["rank_lo"], 0) > 1 else "") + str(int(r["rank_lo"])))
+            if r["rated_"] and r["rank_lo"] == r["rank_lo"]
+            else "–"
+        )
         lead.append("rank")
         if "rank_hi" in frame:
             frame["rank range"] = ""

@@ -217,9 +217,19 @@ def test_it_opens_from_file_with_the_network_blocked_and_shows_every_agent(explo
         rows = page.locator("#leaderboard-grid tbody tr")
         names = [rows.nth(i).locator(".agent-name").inner_text() for i in range(rows.count())]
         provisional = page.locator("#leaderboard-grid tbody tr.provisional")
-        return names, provisional.count(), provisional.first.inner_text(), page.locator("#leaderboard-info").inner_text()
+        cells = provisional.first.locator("td")
+        provisional_rank = (cells.nth(0).inner_text(), cells.nth(1).inner_text())
+        return (
+            names,
+            provisional.count(),
+            provisional.first.inner_text(),
+            page.locator("#leaderboard-info").inner_text(),
+            provisional_rank,
+        )
 
-    names, n_provisional, provisional_text, info = run(check)
+    names, n_provisional, provisional_text, info, (rank, rank_range) = run(check)
+    # a provisional agent takes no rank of its own; its range is where its interval puts it among the rated
+    assert rank == "–" and re.fullmatch(r"\d+(–\d+)?", rank_range)
     assert sorted(names) == sorted(AGENT_NAMES)  # hostile names shown as text, never as markup
     ranked = benchmark["agents"].sort_values("mu", ascending=False)["agent_id"].tolist()
     assert names == ranked  # best first
@@ -487,10 +497,13 @@ def test_the_report_leads_with_rank_range_and_interval_and_fits_1280_px(benchmar
         digests = page.locator("#inputs code.digest")
         digest_shown = (digests.first.inner_text(), digests.first.get_attribute("title"), digests.count())
         scroll = page.evaluate("document.documentElement.scrollWidth")
+        provisional = page.locator("#leaderboard tbody tr", has_text=PROVISIONAL).locator("td")
+        provisional_rank = (provisional.nth(0).inner_text(), provisional.nth(1).inner_text())
         context.close()
-        return headers, shown, widths, digest_shown, scroll
+        return headers, shown, widths, digest_shown, scroll, provisional_rank
 
-    headers, shown, widths, (short, title, n_digests), scroll = run(check)
+    headers, shown, widths, (short, title, n_digests), scroll, (rank, rank_range) = run(check)
+    assert rank == "–" and re.fullmatch(r"\d+(–\d+)?", rank_range)  # no rank of its own, a range among the rated
     assert headers[:4] == ["rank", "rank range", "interval", "agent_id"]
     assert all(visible for visible, _ in shown)
     best = agents.sort_values("mu", ascending=False).iloc[0]
