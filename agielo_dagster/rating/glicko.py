@@ -72,7 +72,7 @@ DEFAULT_TEST_CASE_SNAPSHOT_FRACTIONS: tuple[float, ...] = (0.1, 0.25, 0.5, 1.0)
 DEFAULT_SHUFFLES = 16
 """Orders :func:`rate` averages by default (8 antithetic pairs): the smallest K for which every pair of
 10 seeds ranks the demo's agents alike (Kendall τ_b ≥ 0.98 on ``rank`` on digits and breast_cancer);
-see the README, "Order-robust ratings"."""
+see docs/engine.md, "Order-robust ratings"."""
 DEFAULT_LEVEL = 0.95
 
 
@@ -710,8 +710,8 @@ def rate(
         :mod:`agielo_dagster.rating.refine`: an unbiased scale and calibrated intervals at any
         spread of the agents, dense or sparse, binary or graded. Off by default: newcomers placed
         by :func:`place_agents` (provisional uploads, slices, adaptive selection) land on the Glicko
-        scale, 65 Elo from the refined ratings on average on the digits demo (README, "Intervals
-        and ranks you can publish").
+        scale, 65 Elo from the refined ratings on average on the digits demo (docs/engine.md,
+        "Intervals and ranks you can publish").
 
     Returns
     -------

@@ -30,7 +30,7 @@ zero effect, or the mean training score.
 
 The **default prediction** (:func:`default_method`) is what the check is about: ``agielo`` on
 binary scores (the paper's logistic link, held out as good as the Rasch fit), ``agielo_calibrated``
-on graded ones (the logistic link misses their level there: README "The held-out check").
+on graded ones (the logistic link misses their level there: docs/engine.md, "The held-out check").
 """
 
 from __future__ import annotations

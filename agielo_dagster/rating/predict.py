@@ -15,7 +15,7 @@ measures it on a real regression benchmark).
 On graded scores the logistic link itself can be off: a calibrated link (:func:`score_link`,
 a non-decreasing map of R_a − R_t to the mean score, fitted by isotonic regression on the
 benchmark's own matches) replaces 1 / (1 + 10^(−(R_a − R_t)/400)) with ``link=``. It is the
-held-out check's default prediction on graded benchmarks (README "The held-out check").
+held-out check's default prediction on graded benchmarks (docs/engine.md, "The held-out check").
 """
 
 from __future__ import annotations
@@ -111,7 +111,7 @@ def score_link(matches: Any, test_cases: Any, agents: Any) -> ScoreLink:
     -------
     ScoreLink
         For ``expected_score(..., link=)``, ``expected_metric(..., link=)``, ``hard_cases(..., link=)``.
-        Meant for graded scores; on binary ones the logistic link is as good held out (README).
+        Meant for graded scores; on binary ones the logistic link is as good held out (docs/engine.md).
     """
     from .frames import encode_matches
 

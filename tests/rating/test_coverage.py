@@ -54,7 +54,7 @@ def test_glicko_alone_undercovers_where_the_refinement_covers():
 
 
 OUTSIDE = {(600, 0.1, "binary"), (800, 0.1, "binary"), (800, 0.1, "graded")}
-"""Regimes where the targets are not met (README, "Intervals and ranks you can publish"): 40 test cases an agent."""
+"""Regimes where the targets are not met (docs/engine.md, "Intervals and ranks you can publish"): 40 test cases an agent."""
 
 
 @pytest.mark.slow
