@@ -39,9 +39,9 @@ PARTIAL_UPLOADS, PARTIAL_ROWS = 3, 20
 
 # run in the child: the CLI's own entry point, then its peak RSS (its own and any children's)
 CHILD = (
-    "import resource, sys; from agielo_dagster.cli import main; code = main(['run', '--storage', sys.argv[1]]); "
-    "print('peak_kib', max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "
-    "resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)); sys.exit(code)"
+    "import sys; from agielo_dagster.cli import main; code = main(['run', '--storage', sys.argv[1]]); "
+    "print('peak_kib', int(next(l for l in open('/proc/self/status') if l.startswith('VmHWM:')).split()[1])); "
+    "sys.exit(code)"
 )
 
 

@@ -65,6 +65,7 @@ from pathlib import Path
 import dagster as dg
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 from agielo_dagster.assets.quarantine import read_quarantine
 from agielo_dagster.resources.storage import ObjectStorage
@@ -425,7 +426,9 @@ class PipelineMachine(RuleBasedStateMachine):
                 assert error["file"] in set(quarantine["file"]), error
         # every judgment set has its outcome: scores, or a named rule
         for path in sorted((self.root / "judgments").glob("*.csv")) if (self.root / "judgments").exists() else []:
-            scored = (self.root / "warehouse/difficulty_judgments" / f"{path.stem}.parquet").exists()
+            # a rejected set's scores are emptied until the file is fixed: scored means a non-empty table
+            scores = self.root / "warehouse/difficulty_judgments" / f"{path.stem}.parquet"
+            scored = scores.exists() and pq.read_metadata(scores).num_rows > 0
             named = f"judgments/{path.name}" in set(quarantine["file"])
             if path.stem == "bad" and "bad_judgments" in PENDING_SEAMS:
                 continue
