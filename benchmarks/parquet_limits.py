@@ -44,14 +44,14 @@ BUILD = textwrap.dedent(
 
 READ = textwrap.dedent(
     """
-    import resource, sys, time
+    import sys, time
     sys.path.insert(0, {repo!r})
     from agielo_dagster.domain.contract import BenchmarkSpec, IngestError
     from agielo_dagster.domain.readers import read_rows, read_upload
     from agielo_dagster.rating.scoring import identity
     kind, path, repeat = {kind!r}, {path!r}, {repeat}
     data = open(path, "rb").read()
-    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    base = int(next(line for line in open("/proc/self/status") if line.startswith("VmHWM:")).split()[1])
     times, outcome = [], ""
     for _ in range(repeat):
         t = time.perf_counter()
@@ -64,7 +64,7 @@ READ = textwrap.dedent(
         except IngestError as exc:
             outcome = f"refused ({{exc.rule}})"
         times.append(time.perf_counter() - t)
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    peak = int(next(line for line in open("/proc/self/status") if line.startswith("VmHWM:")).split()[1])
     print(f"{{kind:10}} {{len(data):>11,}} bytes  {{min(times):7.3f}} s  +{{(peak - base) / 1024:7.1f}} MiB peak  {{outcome}}")
     """
 )

@@ -5,8 +5,8 @@ A grid of shapes at the same number of matches N (1M by default; 10M with ``--te
 √N × √N (square) and N/5 × 5 (tall: many agents, few test cases), each with and without 3 partial
 uploads of 20 rows (provisional agents). Each cell is one fresh storage root and Dagster instance
 and one real `agielo run` subprocess from start to gap tables; the figures are its wall time, its
-time per match, its ratio to the square shape's time per match, and its peak RSS (``ru_maxrss`` of
-the process, children included) beside the bound of issue 10: 300 bytes per match + 1 GiB.
+time per match, its ratio to the square shape's time per match, and its peak RSS (``VmHWM`` of
+the process) beside the bound of issue 10: 300 bytes per match + 1 GiB.
 
 Uploads are CSV files (``test_case_id,correct``), one per agent, as a user would write them; a
 partial upload is 20 rows of test cases the benchmark rates. Generating the files is not timed.
