@@ -248,8 +248,8 @@ _BOUND_MIB = 8
 
 
 @pytest.mark.xfail(
-    strict=True,
-    reason="refused (log_size), but reading adds 12 MiB of peak memory against the 8 MiB bound (measured with VmHWM; "
+    strict=False,  # measured 12 MiB here and within 8 MiB in a fresh clone: it sits at the bound
+    reason="refused (log_size), but reading adds up to 12 MiB of peak memory against the 8 MiB bound (measured with VmHWM; "
     "the +2 MiB once reported came from ru_maxrss, which a vfork child inherits from its parent)",
 )
 def test_a_dictionary_encoded_parquet_is_held_to_the_decoded_size_bound(tmp_path):
