@@ -6,7 +6,7 @@ kernel when it exits (`wait4`: the process and the children it waited for). "bus
 processes that spin on a core each, as on a shared CI runner or worker host.
 
 Baseline in the same run: the same commands with the thread libraries left at their own defaults
-(OpenMP's spin-then-sleep waits, OpenBLAS's threads on every core of the host, its long spin), which
+(libgomp's 300,000-iteration spin, OpenBLAS's threads on every core of the host, its long spin), which
 is what the pipeline did before `agielo_dagster/threads.py`. Target: busy CPU-s ≤ 1.3 × idle CPU-s,
 and the demo ≤ 45 CPU-s from a fresh clone (the first call also compiles numba's kernels: run it
 with --fresh-cache to count that).
@@ -27,9 +27,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 AGIELO = [sys.executable, "-m", "agielo_dagster.cli"]
-LIBRARY_DEFAULTS = {
-    name: "" for name in ("OMP_WAIT_POLICY", "OPENBLAS_THREAD_TIMEOUT", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
-}
+LIBRARY_DEFAULTS = {name: "" for name in ("GOMP_SPINCOUNT", "OPENBLAS_THREAD_TIMEOUT", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
 SPIN = "while True: pass"
 
 
@@ -76,14 +74,16 @@ def main() -> None:
         demo_raw = Path(tmp) / "raw"
         env = os.environ | {"DAGSTER_HOME": str(Path(tmp) / "home"), "AGIELO_STORAGE": str(Path(tmp) / "data")}
         (Path(tmp) / "home").mkdir()
-        timed([*AGIELO, "demo"], Path(tmp), env)  # the raw logs `agielo run` rates (and a warm numba cache)
+        first_wall, first_cpu = timed([*AGIELO, "demo"], Path(tmp), env)  # the raw logs `agielo run` rates
         shutil.copytree(Path(tmp) / "data" / "raw", demo_raw)
         print(f"cores: {len(os.sched_getaffinity(0))}; load before: {os.getloadavg()[0]:.1f}")
+        cache = "an empty numba cache (a fresh clone)" if args.fresh_cache else "numba's cache as found"
+        print(f"first demo, idle, with {cache}: {first_wall:.1f}s wall, {first_cpu:.1f} CPU-s")
         print(
             f"{'command':<8} {'threads':<18} {'idle wall':>10} {'idle CPU-s':>11} {'busy wall':>10} {'busy CPU-s':>11} {'busy/idle CPU':>14}"
         )
         for command in args.commands.split(","):
-            for label, environment in (("agielo (passive)", {}), ("library defaults", LIBRARY_DEFAULTS)):
+            for label, environment in (("agielo (short spin)", {}), ("library defaults", LIBRARY_DEFAULTS)):
                 idle = one_run(command, busy=False, environment=environment, demo_raw=demo_raw)
                 busy = one_run(command, busy=True, environment=environment, demo_raw=demo_raw)
                 print(

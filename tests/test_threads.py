@@ -40,7 +40,7 @@ def test_usable_cores_within_the_affinity_and_overridable(monkeypatch):
 
 def _in_a_new_process(code: str, **env: str) -> dict:
     clean = {
-        k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "OPENBLAS_NUM_THREADS", "OPENBLAS_THREAD_TIMEOUT")
+        k: v for k, v in os.environ.items() if k not in ("GOMP_SPINCOUNT", "OPENBLAS_NUM_THREADS", "OPENBLAS_THREAD_TIMEOUT")
     }
     out = subprocess.run([sys.executable, "-c", code], env=clean | env, capture_output=True, text=True, check=True, timeout=120)
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -52,12 +52,12 @@ BLAS_THREADS = "[i['num_threads'] for i in threadpoolctl.threadpool_info() if i[
 def test_entry_points_set_the_environment_before_numpy_loads():
     code = (
         "import json, os, agielo_dagster.cli, numpy, threadpoolctl; "
-        f"print(json.dumps({{'omp': os.environ['OMP_WAIT_POLICY'], 'timeout': os.environ['OPENBLAS_THREAD_TIMEOUT'], 'blas': {BLAS_THREADS}}}))"
+        f"print(json.dumps({{'omp': os.environ['GOMP_SPINCOUNT'], 'timeout': os.environ['OPENBLAS_THREAD_TIMEOUT'], 'blas': {BLAS_THREADS}}}))"
     )
     seen = _in_a_new_process(code)
-    assert seen == {"omp": "PASSIVE", "timeout": "4", "blas": [1]}
+    assert seen == {"omp": "10000", "timeout": "4", "blas": [1]}
     # what the user sets is kept
-    assert _in_a_new_process(code, OPENBLAS_NUM_THREADS="2", OMP_WAIT_POLICY="ACTIVE")["omp"] == "ACTIVE"
+    assert _in_a_new_process(code, OPENBLAS_NUM_THREADS="2", GOMP_SPINCOUNT="300000")["omp"] == "300000"
 
 
 def test_the_pipeline_limits_blas_where_numpy_was_loaded_first():
