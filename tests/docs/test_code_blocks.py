@@ -90,6 +90,7 @@ class Workspace:
             (self.repo / ".dagster_home" / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
         self.namespace: dict = {"__name__": "__main__"}
         self.has_demo = False
+        self.done: set[Block] = set()
 
     def add_demo(self, demo: dict) -> None:
         """What ``agielo demo`` leaves in the repository root: its storage and its instance (run once per session)."""
@@ -103,6 +104,10 @@ class Workspace:
         folder = self.repo / where["dir"] if where["dir"] else self.repo
         assert folder.is_dir(), f"{block.id}: the folder it names does not exist: {where['dir']}"
         return folder
+
+    def run(self, block: Block, monkeypatch) -> str:
+        self.done.add(block)
+        return self.run_python(block, monkeypatch) if block.lang == "python" else self.run_shell(block)
 
     def run_shell(self, block: Block) -> str:
         log = self.repo.parent / f"block-{block.line}.log"
@@ -153,7 +158,8 @@ def workspaces(tmp_path_factory, request):
 @pytest.mark.parametrize("block", [pytest.param(b, id=b.id, marks=[pytest.mark.slow] if b.slow else []) for b in RUN])
 def test_block_runs(block: Block, workspaces, monkeypatch):
     workspace = workspaces(block)
-    if block.lang == "python":
-        workspace.run_python(block, monkeypatch)
-    else:
-        workspace.run_shell(block)
+    # a block may build on the earlier blocks of its page that are not slow: those run first when deselected
+    for earlier in RUN:
+        if earlier.page == block.page and earlier.line < block.line and not earlier.slow and earlier not in workspace.done:
+            workspace.run(earlier, monkeypatch)
+    workspace.run(block, monkeypatch)
