@@ -50,8 +50,8 @@ def test_data_blocks_are_valid_input():
     tags = [b for b in BLOCKS if b.file and Path(b.file).stem == "test_cases"]
     assert specs and tags
     for block in specs:
-        yaml.safe_load(block.text)
-        parse_benchmark_spec(block.text.encode(), "quiz", "raw/quiz/benchmark.yaml")
+        spec = parse_benchmark_spec(block.text.encode(), "quiz", "raw/quiz/benchmark.yaml")
+        assert spec.metric == yaml.safe_load(block.text)["metric"]
     for block in tags:
         table = read_tags(block.text.encode(), block.file)
         assert table.num_rows == len(block.text.splitlines()) - 1
