@@ -98,6 +98,8 @@ def test_assets_and_resources_install_under_the_project_namespace(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     for module in ("assets/ledger.py", "resources/storage.py", "domain/harness/__init__.py", "rating/glicko.py"):
         assert f"agielo_dagster/{module}" in names
+    for page in ("explorer.css", "explorer.html", "explorer.js"):  # package data, read with importlib.resources
+        assert f"agielo_dagster/domain/{page}" in names
     # installed (here: editable), outside the repository the generic names resolve to nothing
     code = (
         "import importlib.util as u; import agielo_dagster.assets.ledger; print(u.find_spec('assets'), u.find_spec('resources'))"
@@ -127,6 +129,8 @@ def test_code_version_covers_every_module_that_changes_outputs():
     for folder in ("rating", "domain", "assets"):
         for path, _ in layer_files(folder):
             assert path.resolve() in {p.resolve() for p in covered}, path
+    for page in ("explorer.css", "explorer.html", "explorer.js"):  # the explorer's page files change its output
+        assert (PACKAGE / "domain" / page).resolve() in {p.resolve() for p in covered}, page
 
 
 def test_code_version_changes_when_any_engine_file_changes(tmp_path):
