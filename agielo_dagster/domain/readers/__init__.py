@@ -101,8 +101,8 @@ import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
-from ..rating.scoring import ScoringError
-from .contract import (
+from ...rating.scoring import ScoringError
+from ..contract import (
     MAX_COLUMNS,
     MAX_HEADER_BYTES,
     MAX_JSON_DEPTH,
@@ -116,7 +116,7 @@ from .contract import (
     IngestError,
     Problems,
 )
-from .layout import LOG_SUFFIXES
+from ..layout import LOG_SUFFIXES
 
 __all__ = ["ID_COLUMN", "read_rows", "read_upload"]
 
