@@ -77,12 +77,16 @@ footer), a footer of at most :data:`~.contract.MAX_PARQUET_FOOTER_BYTES` (``parq
 at most one row per :data:`~.contract.MIN_ROW_BYTES` bytes of the upload limit and a decoded
 size of at most :data:`~.contract.PARQUET_EXPANSION` times the limit (``log_size``: from the
 footer, then the page headers, then measured batch by batch as it is read, never trusting the
-footer alone; see :func:`_parquet_arrays`); a jsonl
+footer alone; see :func:`~.parquet_bounds._parquet_arrays`); a jsonl
 file at most that many distinct keys (``header_width``) and arrays or objects nested at most
 :data:`~.contract.MAX_JSON_DEPTH` deep (``jsonl_depth``); every file at most ``max_bytes``
 (``log_size``). Memory is bounded by the data: the csv path is pyarrow's reader with explicit
 text columns, then vectorized checks; jsonl is parsed line by line and turned into Arrow arrays
 in chunks.
+
+Modules: :mod:`.upload` (the contract over a read table), :mod:`.csv_format`,
+:mod:`.jsonl_format`, :mod:`.parquet_format`, :mod:`.parquet_bounds` (the decoded-size bounds)
+and :mod:`.common` (what they share: the id column, byte and text checks, messages, problems).
 """
 
 from __future__ import annotations
