@@ -2,6 +2,7 @@
 and the code version follows every module that changes outputs."""
 
 import ast
+import re
 import shutil
 import subprocess
 import sys
@@ -149,3 +150,12 @@ def test_code_version_changes_when_any_engine_file_changes(tmp_path):
         path.write_bytes(original)
     assert lineage.source_digest(files()) == base
     assert lineage.CODE_VERSION.split("+")[1] != lineage.INGEST_VERSION.split("+")[1]
+
+
+def test_benchmarks_import_nothing_from_the_tests():
+    """Benchmarks run on their own: what they share with the tests lives in benchmarks/ (servers, crafted, graded).
+    Read as text, so the code that benchmarks run in a fresh process (in a string) is held to it too."""
+    importing = re.compile(r"^\s*(from\s+tests[.\s]|import\s+tests\b)", re.M)
+    offenders = [p.name for p in sorted((REPO / "benchmarks").glob("*.py")) if importing.search(p.read_text(encoding="utf-8"))]
+    assert offenders == []
+    assert len(list((REPO / "benchmarks").glob("*.py"))) > 10
