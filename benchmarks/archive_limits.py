@@ -25,7 +25,7 @@ CASE = textwrap.dedent(
     """
     import io, json, sys, time, zipfile
     sys.path.insert(0, {repo!r})
-    from tests.harness.test_archive import deflated_zeros, zip_bytes, zstd_zeros
+    from benchmarks.crafted import deflated_zeros, zip_bytes, zstd_zeros
     from agielo_dagster.domain.harness import inspect_log
     from agielo_dagster.domain.harness.archive import check_archive
     import inspect_ai.log  # noqa: F401 - its import is not the archive's cost

@@ -29,15 +29,15 @@ from agielo_dagster.rating.reliability import calibration_twins  # noqa: E402
 
 
 def absolute_errors(seed: int = 1):
-    from tests.rating.test_heldout import absolute_error_benchmark
+    from benchmarks.graded import absolute_error_benchmark
 
     return absolute_error_benchmark(seed)
 
 
 def diabetes():
-    from tests.rating.conftest import DIABETES_HI, diabetes_benchmark
+    from benchmarks.graded import DIABETES_HI, diabetes_benchmark
 
-    return diabetes_benchmark.__wrapped__(), minmax(0.0, DIABETES_HI, higher_is_better=False)
+    return diabetes_benchmark(), minmax(0.0, DIABETES_HI, higher_is_better=False)
 
 
 def demo(benchmark: str, binary: bool = False):

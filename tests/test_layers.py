@@ -2,6 +2,7 @@
 and the code version follows every module that changes outputs."""
 
 import ast
+import re
 import shutil
 import subprocess
 import sys
@@ -98,6 +99,8 @@ def test_assets_and_resources_install_under_the_project_namespace(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     for module in ("assets/ledger.py", "resources/storage.py", "domain/harness/__init__.py", "rating/glicko.py"):
         assert f"agielo_dagster/{module}" in names
+    for page in ("explorer.css", "explorer.html", "explorer.js"):  # package data, read with importlib.resources
+        assert f"agielo_dagster/domain/{page}" in names
     # installed (here: editable), outside the repository the generic names resolve to nothing
     code = (
         "import importlib.util as u; import agielo_dagster.assets.ledger; print(u.find_spec('assets'), u.find_spec('resources'))"
@@ -127,6 +130,8 @@ def test_code_version_covers_every_module_that_changes_outputs():
     for folder in ("rating", "domain", "assets"):
         for path, _ in layer_files(folder):
             assert path.resolve() in {p.resolve() for p in covered}, path
+    for page in ("explorer.css", "explorer.html", "explorer.js"):  # the explorer's page files change its output
+        assert (PACKAGE / "domain" / page).resolve() in {p.resolve() for p in covered}, page
 
 
 def test_code_version_changes_when_any_engine_file_changes(tmp_path):
@@ -145,3 +150,12 @@ def test_code_version_changes_when_any_engine_file_changes(tmp_path):
         path.write_bytes(original)
     assert lineage.source_digest(files()) == base
     assert lineage.CODE_VERSION.split("+")[1] != lineage.INGEST_VERSION.split("+")[1]
+
+
+def test_benchmarks_import_nothing_from_the_tests():
+    """Benchmarks run on their own: what they share with the tests lives in benchmarks/ (servers, crafted, graded).
+    Read as text, so the code that benchmarks run in a fresh process (in a string) is held to it too."""
+    importing = re.compile(r"^\s*(from\s+tests[.\s]|import\s+tests\b)", re.M)
+    offenders = [p.name for p in sorted((REPO / "benchmarks").glob("*.py")) if importing.search(p.read_text(encoding="utf-8"))]
+    assert offenders == []
+    assert len(list((REPO / "benchmarks").glob("*.py"))) > 10

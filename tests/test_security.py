@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.crafted import _parquet, understated_footer
+
 REPO = Path(__file__).resolve().parents[1]
 SOURCES = [
     p for folder in ("agielo_dagster", "assets", "resources", "benchmarks", "tests") for p in (REPO / folder).rglob("*.py")
@@ -162,53 +164,6 @@ def test_security_md_gives_the_code_s_figures_and_policies():
 
 
 # -- parquet: the decoded-size bound holds whatever the footer says (peak RSS measured in a fresh process) --------
-
-
-def _parquet(table) -> bytes:
-    import io
-
-    import pyarrow.parquet as pq
-
-    sink = io.BytesIO()
-    pq.write_table(table, sink, compression="zstd")
-    return sink.getvalue()
-
-
-def _varint(n: int, length: int | None = None) -> bytes:  # thrift compact: zigzag i64 as a (padded) varint
-    out = bytearray()
-    while True:
-        out.append(n & 0x7F)
-        n >>= 7
-        if not n and (length is None or len(out) >= length):
-            break
-    return bytes(b | 0x80 for b in out[:-1]) + out[-1:]
-
-
-def understated_footer(size: int = 64 << 20, *, column_too: bool = False) -> bytes:
-    """A small parquet file (one value of ``size`` bytes) whose footer says its row group decodes to 1,000 bytes.
-
-    With ``column_too`` the value's column chunk also declares 1,000 uncompressed bytes: only the page
-    headers (which Arrow allocates by) tell the truth.
-    """
-    import io
-
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    data = bytearray(_parquet(pa.table({"test_case_id": ["a"], "note": ["x" * size]})))
-    declared = pq.ParquetFile(io.BytesIO(bytes(data))).metadata.row_group(0).total_byte_size
-    footer_start = len(data) - 8 - int.from_bytes(data[-8:-4], "little")
-    honest = _varint(2 * declared)
-    at = bytes(data).index(honest, footer_start)
-    data[at : at + len(honest)] = _varint(2 * 1000, len(honest))
-    if column_too:
-        chunk = pq.ParquetFile(io.BytesIO(bytes(data))).metadata.row_group(0).column(1).total_uncompressed_size
-        honest = _varint(2 * chunk)
-        at = bytes(data).index(honest, footer_start)
-        data[at : at + len(honest)] = _varint(2 * 1000, len(honest))
-        assert pq.ParquetFile(io.BytesIO(bytes(data))).metadata.row_group(0).column(1).total_uncompressed_size == 1000
-    assert pq.ParquetFile(io.BytesIO(bytes(data))).metadata.row_group(0).total_byte_size == 1000
-    return bytes(data)
 
 
 _PEAK = """

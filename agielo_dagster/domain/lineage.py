@@ -33,10 +33,12 @@ INGEST_SOURCES: tuple[str, ...] = (
     "agielo_dagster.domain.ledger",
     "agielo_dagster.rating.scoring",
 )
+# the explorer page's package files are code too
+SOURCE_SUFFIXES = frozenset({".py", ".css", ".html", ".js"})
 
 
 def source_files(modules: Iterable[str]) -> list[Path]:
-    """The ``.py`` files of modules and packages (packages recursively), sorted, without importing them."""
+    """The source files (:data:`SOURCE_SUFFIXES`) of modules and packages (packages recursively), sorted, without importing them."""
     files: set[Path] = set()
     for name in modules:
         spec = importlib.util.find_spec(name)
@@ -44,7 +46,7 @@ def source_files(modules: Iterable[str]) -> list[Path]:
             continue  # a module planned but not (yet) present
         if spec.submodule_search_locations:
             for folder in spec.submodule_search_locations:
-                files.update(p for p in Path(folder).rglob("*.py") if "__pycache__" not in p.parts)
+                files.update(p for p in Path(folder).rglob("*") if p.suffix in SOURCE_SUFFIXES and "__pycache__" not in p.parts)
         elif spec.origin and spec.origin.endswith(".py"):
             files.add(Path(spec.origin))
     return sorted(files)

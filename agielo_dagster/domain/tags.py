@@ -53,21 +53,21 @@ import pyarrow.compute as pc
 
 from .contract import MAX_LOG_BYTES, IngestError, Problems
 from .layout import TAG_FILE_NAMES, TAG_FILE_STEM, is_tag_file  # noqa: F401 - part of this module's interface
-from .readers import (
+from .readers.common import (
     _PADDED_RE,
     ID_COLUMN,
     _check_bytes,
     _first,
-    _first_value_problem,
     _Frame,
     _guarded,
     _names,
     _prelude,
     _q,
-    _read_csv,
-    _read_jsonl,
-    _read_parquet,
 )
+from .readers.csv_format import _read_csv
+from .readers.jsonl_format import _read_jsonl
+from .readers.parquet_format import _read_parquet
+from .readers.upload import _first_value_problem
 
 __all__ = [
     "LIST_SEPARATOR",

@@ -27,9 +27,9 @@ import pandas as pd
 import pytest
 
 from agielo_dagster.runs import BENCHMARK_TAG
+from benchmarks.servers import Deployment, missing_servers
 
 from ..devserver import REPO
-from .servers import Deployment, missing_servers
 
 pytestmark = [
     pytest.mark.slow,

@@ -1,6 +1,6 @@
 """Bounded decompression: an Inspect ``.eval`` (a zip) is held to the upload limit uncompressed before inspect_ai reads it.
 
-The archives are built here byte by byte (:func:`zip_bytes`), so that a central directory can lie about a member's
+The archives are built byte by byte (:func:`benchmarks.crafted.zip_bytes`), so that a central directory can lie about a member's
 size, as a crafted archive would; the streams are real deflate and zstd.
 """
 
@@ -13,7 +13,6 @@ import subprocess
 import sys
 import textwrap
 import zipfile
-import zlib
 
 import pytest
 
@@ -22,42 +21,9 @@ from agielo_dagster.domain.harness import read_drop
 from agielo_dagster.domain.harness.archive import MAX_ARCHIVE_MEMBERS, check_archive
 from agielo_dagster.domain.incoming import read_incoming, refresh_incoming
 from agielo_dagster.domain.store import Store
+from benchmarks.crafted import DEFLATE, STORED, ZSTD, MiB, deflated_zeros, zip_bytes, zstd_zeros
 
 from ..devserver import REPO
-
-MiB = 1 << 20
-DEFLATE, ZSTD, STORED = 8, 93, 0
-
-
-def deflated_zeros(n: int) -> bytes:
-    """A raw deflate stream of ``n`` zero bytes: one compressed MiB, repeated (a full flush resets the compressor)."""
-    packer = zlib.compressobj(9, zlib.DEFLATED, -15)
-    block = packer.compress(bytes(MiB)) + packer.flush(zlib.Z_FULL_FLUSH)
-    rest = packer.compress(bytes(n % MiB)) + packer.flush()
-    return block * (n // MiB) + rest
-
-
-def zstd_zeros(n: int) -> bytes:
-    import zstandard
-
-    packer, out = zstandard.ZstdCompressor(level=3).compressobj(), []
-    for _ in range(n // MiB):
-        out.append(packer.compress(bytes(MiB)))
-    return b"".join(out) + packer.flush()
-
-
-def zip_bytes(members: list[tuple[str, int, bytes, int]]) -> bytes:
-    """A zip of ``(name, method, compressed bytes, declared uncompressed size)``; CRCs only of stored members."""
-    body, directory = io.BytesIO(), io.BytesIO()
-    for name, method, data, declared in members:
-        encoded, offset = name.encode(), body.tell()
-        crc = zlib.crc32(data) if method == STORED else 0
-        fields = (20, 0, method, 0, 0, crc, len(data), declared, len(encoded), 0)
-        body.write(struct.pack("<4s5HI2I2H", b"PK\x03\x04", *fields) + encoded + data)
-        directory.write(struct.pack("<4s6HI2I5H2I", b"PK\x01\x02", 20, *fields, 0, 0, 0, 0, offset) + encoded)
-    count, size, start = len(members), directory.tell(), body.tell()
-    end = struct.pack("<4s4H2IH", b"PK\x05\x06", 0, 0, count, count, size, start, 0)
-    return body.getvalue() + directory.getvalue() + end
 
 
 def rule_of(data: bytes, max_bytes: int, path: str = "incoming/inspect/bomb.eval") -> IngestError:
@@ -153,7 +119,7 @@ PROBE = textwrap.dedent(
     """
     import sys, zlib
     sys.path.insert(0, {repo!r})
-    from tests.harness.test_archive import deflated_zeros, zip_bytes, zstd_zeros
+    from benchmarks.crafted import deflated_zeros, zip_bytes, zstd_zeros
     from agielo_dagster.domain.harness import read_drop
     import inspect_ai.log  # loaded before the baseline: its import is not the archive's cost
     size = {size}

@@ -4,8 +4,7 @@ import numpy as np
 import pytest
 
 from agielo_dagster.rating import combined_sigma, expected_metric, heldout_check, minmax, rate
-
-from .conftest import DIABETES_HI
+from benchmarks.graded import DIABETES_HI
 
 
 @pytest.fixture(scope="module")

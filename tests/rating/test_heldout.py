@@ -9,8 +9,7 @@ from scipy.optimize import minimize
 
 from agielo_dagster.rating import heldout_check, identity, minmax, update_match
 from agielo_dagster.rating.heldout import HELDOUT_COLUMNS, additive_fit, heldout_folds
-
-from .conftest import DIABETES_HI
+from benchmarks.graded import DIABETES_HI, absolute_error_benchmark
 
 MATCHES = pd.DataFrame(
     {
@@ -133,22 +132,6 @@ def test_binary_outcomes_get_log_loss(demo_digits):
     assert {m for m, _ in out.index} == {"agielo", "agielo_sigma", "rasch", "additive", "agent_mean", "test_case_mean"}
     assert out.index[0] == ("agielo", "log_loss")
     assert out[("agielo", "log_loss")] < out[("agent_mean", "log_loss")] < out[("test_case_mean", "log_loss")]
-
-
-def absolute_error_benchmark(seed: int = 1, n_agents: int = 12, n_test_cases: int = 300):
-    """A simulated graded, lower-is-better benchmark: absolute errors dominated by how hard each test case is.
-
-    Error of agent a on test case t: |h_t·k_a + s_a·ε| with h_t ~ Exponential(50) (hard cases), k_a ~ U(0.9, 1.1)
-    and s_a ~ U(5, 15) (the agent's own noise), ε ~ N(0, 1); scored minmax(0, hi, lower is better), hi the
-    largest error rounded up to 50.
-    """
-    rng = np.random.default_rng(seed)
-    h, k, s = rng.exponential(50.0, n_test_cases), rng.uniform(0.9, 1.1, n_agents), rng.uniform(5, 15, n_agents)
-    a, t = np.tile(np.arange(n_agents), n_test_cases), np.repeat(np.arange(n_test_cases), n_agents)
-    error = np.abs(h[t] * k[a] + rng.normal(0, 1, len(a)) * s[a])
-    scoring = minmax(0.0, float(np.ceil(error.max() / 50) * 50), higher_is_better=False)
-    frame = pd.DataFrame({"test_case_id": [f"tc_{i:03d}" for i in t], "agent_id": [f"agent_{j:02d}" for j in a], "metric": error})
-    return frame.assign(score=scoring.score(error)), scoring
 
 
 def test_graded_default_prediction_beats_the_test_case_mean_on_simulated_absolute_errors():

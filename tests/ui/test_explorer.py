@@ -240,6 +240,12 @@ def test_it_opens_from_file_with_the_network_blocked_and_shows_every_agent(explo
     assert run(lambda: page.locator("b", has_text="evil").count() + page.locator("img[src='x']").count()) == 0
 
 
+def test_the_browser_parses_every_style_rule(explorer):
+    run, page, _ = explorer
+    rules = run(lambda: page.evaluate("() => document.styleSheets[0].cssRules.length"))
+    assert rules == (REPO / "agielo_dagster" / "domain" / "explorer.css").read_text(encoding="utf-8").count("}")
+
+
 def test_search_filters_the_table(explorer):
     run, page, _ = explorer
 

@@ -19,11 +19,22 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..devserver import REPO
-from ..s3server import free_ports
-
+REPO = Path(__file__).resolve().parents[1]
 DEPLOY = REPO / "deploy"
 UNPRIVILEGED = "nobody"
+
+
+def free_ports(n: int) -> list[int]:
+    sockets = []
+    try:
+        for _ in range(n):
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            sockets.append(s)
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
 
 
 def postgres_bin() -> Path | None:

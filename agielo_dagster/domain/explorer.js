@@ -1,0 +1,474 @@
+(function () {
+"use strict";
+var DATA = JSON.parse(document.getElementById("explorer-data").textContent);
+var SVGNS = "http://www.w3.org/2000/svg";
+var PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2"];
+
+function el(tag, attrs, text) {
+  var e = document.createElement(tag);
+  if (attrs) { for (var k in attrs) { e.setAttribute(k, attrs[k]); } }
+  if (text !== undefined && text !== null) { e.textContent = text; }
+  return e;
+}
+function sv(tag, attrs, text) {
+  var e = document.createElementNS(SVGNS, tag);
+  if (attrs) { for (var k in attrs) { e.setAttribute(k, attrs[k]); } }
+  if (text !== undefined && text !== null) { e.textContent = text; }
+  return e;
+}
+function fmt(v, d) {
+  if (v === null || v === undefined) { return "–"; }
+  if (typeof v === "number") { return v.toFixed(d === undefined ? 1 : d); }
+  return String(v);
+}
+function rowsOf(cols) {
+  var keys = Object.keys(cols || {}), n = keys.length ? cols[keys[0]].length : 0, out = [];
+  for (var i = 0; i < n; i++) { var r = {_i: i}; keys.forEach(function (k) { r[k] = cols[k][i]; }); out.push(r); }
+  return out;
+}
+function extent(values) {
+  var lo = Infinity, hi = -Infinity;
+  values.forEach(function (v) { if (v !== null && isFinite(v)) { if (v < lo) { lo = v; } if (v > hi) { hi = v; } } });
+  if (lo === Infinity) { return [0, 1]; }
+  if (lo === hi) { return [lo - 1, hi + 1]; }
+  return [lo, hi];
+}
+function scale(d0, d1, r0, r1) { return function (v) { return r0 + (v - d0) / (d1 - d0) * (r1 - r0); }; }
+function ticks(lo, hi, n) {
+  var step = Math.pow(10, Math.floor(Math.log10((hi - lo) / n))), err = (hi - lo) / n / step;
+  if (err >= 7.5) { step *= 10; } else if (err >= 3.5) { step *= 5; } else if (err >= 1.5) { step *= 2; }
+  var out = [];
+  for (var t = Math.ceil(lo / step) * step; t <= hi + 1e-9; t += step) { out.push(Math.round(t * 1e6) / 1e6); }
+  return out;
+}
+function axes(g, x, y, xd, yd, box, xlabel, ylabel) {
+  var a = sv("g", {"class": "axis"}), xb = box.xb || box.b;  // the x axis may sit below the plot (under a strip)
+  a.appendChild(sv("line", {x1: box.l, x2: box.r, y1: xb, y2: xb}));
+  a.appendChild(sv("line", {x1: box.l, x2: box.l, y1: box.t, y2: box.b}));
+  ticks(xd[0], xd[1], 8).forEach(function (t) {
+    a.appendChild(sv("line", {x1: x(t), x2: x(t), y1: xb, y2: xb + 4}));
+    a.appendChild(sv("text", {x: x(t), y: xb + 16, "text-anchor": "middle"}, fmt(t, Math.abs(t) < 10 && t % 1 ? 2 : 0)));
+  });
+  ticks(yd[0], yd[1], 5).forEach(function (t) {
+    a.appendChild(sv("line", {x1: box.l - 4, x2: box.l, y1: y(t), y2: y(t)}));
+    a.appendChild(sv("text", {x: box.l - 7, y: y(t) + 4, "text-anchor": "end"}, fmt(t, Math.abs(t) < 10 && t % 1 ? 2 : 0)));
+  });
+  a.appendChild(sv("text", {x: (box.l + box.r) / 2, y: xb + 34, "text-anchor": "middle"}, xlabel));
+  a.appendChild(sv("text", {x: 14, y: (box.t + box.b) / 2, "text-anchor": "middle",
+    transform: "rotate(-90 14 " + (box.t + box.b) / 2 + ")"}, ylabel));
+  g.appendChild(a);
+}
+
+// ---- tooltip
+var tip = document.getElementById("tooltip");
+function showTip(evt, title, pairs) {
+  while (tip.firstChild) { tip.removeChild(tip.firstChild); }
+  tip.appendChild(el("div", {"class": "title"}, title));
+  var dl = el("dl");
+  pairs.forEach(function (p) { dl.appendChild(el("dt", null, p[0])); dl.appendChild(el("dd", null, p[1])); });
+  tip.appendChild(dl);
+  tip.style.display = "block";
+  var x = evt.clientX + 14, y = evt.clientY + 14, w = tip.offsetWidth, h = tip.offsetHeight;
+  if (x + w > window.innerWidth - 8) { x = evt.clientX - w - 14; }
+  if (y + h > window.innerHeight - 8) { y = evt.clientY - h - 14; }
+  tip.style.left = Math.max(4, x) + "px";
+  tip.style.top = Math.max(4, y) + "px";
+}
+function hideTip() { tip.style.display = "none"; }
+
+// ---- a sortable, searchable, paged table
+function Table(root, o) {
+  var state = {query: "", key: o.sortKey, dir: o.sortDir || -1, page: 0, size: o.pageSize || 50};
+  var controls = el("div", {"class": "controls"});
+  var search = el("input", {type: "search", placeholder: o.placeholder || "search", id: o.id + "-search", "aria-label": "search"});
+  var size = el("select", {id: o.id + "-size", "aria-label": "rows per page"});
+  [25, 50, 100, 500].forEach(function (s) { var op = el("option", {value: String(s)}, s + " rows"); if (s === state.size) { op.selected = true; } size.appendChild(op); });
+  var info = el("span", {"class": "muted", id: o.id + "-info"});
+  controls.appendChild(search); controls.appendChild(size); controls.appendChild(info);
+  if (o.extraControl) { controls.insertBefore(o.extraControl, search); }
+  var table = el("table", {"class": "grid", id: o.id + "-grid"}), thead = el("thead"), tbody = el("tbody"), hr = el("tr");
+  o.columns.forEach(function (c) {
+    var th = el("th", {"class": c.text ? "text" : "", scope: "col", "data-key": c.key}, c.label);
+    if (c.title) { th.setAttribute("title", c.title); }
+    th.addEventListener("click", function () {
+      if (state.key === c.key) { state.dir = -state.dir; } else { state.key = c.key; state.dir = c.text || c.asc ? 1 : -1; }
+      state.page = 0; render();
+    });
+    hr.appendChild(th);
+  });
+  thead.appendChild(hr); table.appendChild(thead); table.appendChild(tbody);
+  var pager = el("div", {"class": "controls"});
+  var prev = el("button", {type: "button", id: o.id + "-prev"}, "‹ previous"), next = el("button", {type: "button", id: o.id + "-next"}, "next ›");
+  var where = el("span", {"class": "muted"});
+  pager.appendChild(prev); pager.appendChild(where); pager.appendChild(next);
+  root.appendChild(controls); root.appendChild(table); root.appendChild(pager);
+  var filtered = [];
+  function value(r, c) { return c.sort ? c.sort(r) : r[c.key]; }
+  function render() {
+    var q = state.query.toLowerCase();
+    filtered = o.rows.filter(function (r) { return (!o.filter || o.filter(r)) && (!q || o.search(r).toLowerCase().indexOf(q) >= 0); });
+    var col = o.columns.filter(function (c) { return c.key === state.key; })[0];
+    if (col) {
+      filtered.sort(function (a, b) {
+        var x = value(a, col), y = value(b, col);
+        if (x === null || x === undefined) { return 1; } if (y === null || y === undefined) { return -1; }
+        return (x < y ? -1 : x > y ? 1 : 0) * state.dir;
+      });
+    }
+    Array.prototype.forEach.call(hr.children, function (th) {
+      th.setAttribute("aria-sort", th.getAttribute("data-key") === state.key ? (state.dir > 0 ? "ascending" : "descending") : "none");
+    });
+    var pages = Math.max(1, Math.ceil(filtered.length / state.size));
+    state.page = Math.min(state.page, pages - 1);
+    while (tbody.firstChild) { tbody.removeChild(tbody.firstChild); }
+    filtered.slice(state.page * state.size, (state.page + 1) * state.size).forEach(function (r) {
+      var tr = el("tr");
+      if (o.rowClass) { var cls = o.rowClass(r); if (cls) { tr.setAttribute("class", cls); } }
+      o.columns.forEach(function (c) {
+        var td = el("td", {"class": (c.text ? "text " : "") + "col-" + c.key});
+        var v = c.render ? c.render(r) : fmt(r[c.key], c.digits);
+        if (typeof v === "string") { td.textContent = v; } else { td.appendChild(v); }
+        tr.appendChild(td);
+      });
+      tbody.appendChild(tr);
+    });
+    info.textContent = filtered.length + " of " + o.rows.length + " " + (o.noun || "rows");
+    where.textContent = "page " + (state.page + 1) + " of " + pages;
+    prev.disabled = state.page === 0; next.disabled = state.page >= pages - 1;
+    if (o.onChange) { o.onChange(filtered, state.query); }
+  }
+  search.addEventListener("input", function () { state.query = search.value; state.page = 0; render(); });
+  size.addEventListener("change", function () { state.size = parseInt(size.value, 10); state.page = 0; render(); });
+  prev.addEventListener("click", function () { state.page -= 1; render(); });
+  next.addEventListener("click", function () { state.page += 1; render(); });
+  render();
+  return {render: render};
+}
+
+function intervalBar(lo, mu, hi, dom) {
+  // dom: [d0, d1] on the whole board's scale, or {half: h}: a window of ±h Elo around this rating (a zoom)
+  var zoomed = dom.half !== undefined && mu !== null;
+  if (zoomed) { dom = [mu - dom.half, mu + dom.half]; }
+  var w = 120, x = scale(dom[0], dom[1], 4, w - 4), s = sv("svg", {width: w, height: 12, "class": "interval" + (zoomed ? " zoomed" : "")});
+  if (zoomed) { s.appendChild(sv("line", {x1: w / 2, x2: w / 2, y1: 1, y2: 11, stroke: "#dde", "stroke-width": 1})); }
+  if (lo !== null && hi !== null) { s.appendChild(sv("line", {x1: x(lo), x2: x(hi), y1: 6, y2: 6, stroke: "#789", "stroke-width": 2})); }
+  if (mu !== null) { s.appendChild(sv("circle", {cx: x(mu), cy: 6, r: 3, fill: "#c60"})); }
+  return s;
+}
+function intervalCell(lo, mu, hi, dom) {
+  var span = el("span");
+  span.appendChild(intervalBar(lo, mu, hi, dom));
+  span.appendChild(document.createTextNode(" " + fmt(lo, 0) + " – " + fmt(hi, 0)));
+  return span;
+}
+
+// ---- header
+document.getElementById("title").textContent = "AGI-Elo explorer: " + DATA.benchmark;
+document.getElementById("description").textContent = DATA.description || "";
+document.getElementById("headline").textContent = DATA.headline || "";
+(DATA.unusual || []).forEach(function (line) { document.getElementById("unusual").appendChild(el("li", null, line)); });
+
+// ---- leaderboard
+var agents = rowsOf(DATA.agents);
+var hasInterval = "mu_lo" in DATA.agents && "mu_hi" in DATA.agents;
+var ratingDom = extent(agents.map(function (a) { return a.mu_lo !== undefined ? a.mu_lo : a.mu; })
+  .concat(agents.map(function (a) { return a.mu_hi !== undefined ? a.mu_hi : a.mu; })));
+// agents outside the main component (disconnected) or without a rating (unplaced) are listed, never drawn or ranked
+function offScale(a) { return a.status === "disconnected" || a.status === "unplaced" || a.mu === null || a.mu === undefined; }
+var byRating = agents.filter(function (a) { return !offScale(a); }).sort(function (a, b) { return b.mu - a.mu; });
+byRating.forEach(function (a, i) { a._order = i + 1; });
+// rank (ties marked "="), rank range and interval lead: a rating is as good as its uncertainty
+var hasRanks = "rank_lo" in DATA.agents && "rank_hi" in DATA.agents;
+var rankCount = {};
+// a provisional agent takes no rank of its own (its rank range is where its interval puts it among the rated)
+function unranked(a) { return offScale(a) || a.status === "provisional" || a.provisional === true; }
+agents.forEach(function (a) { if (!unranked(a) && hasRanks && a.rank_lo !== null) { rankCount[a.rank_lo] = (rankCount[a.rank_lo] || 0) + 1; } });
+// the zoom: every interval drawn in a window of ±half Elo around its own rating, half fitted to the widest one
+var halfWidest = 0;
+agents.forEach(function (a) {
+  if (!offScale(a) && a.mu_lo !== undefined && a.mu_lo !== null) { halfWidest = Math.max(halfWidest, a.mu - a.mu_lo, a.mu_hi - a.mu); }
+});
+var zoom = {half: Math.max(1, halfWidest * 1.1)}, intervalDom = hasInterval ? zoom : ratingDom;
+var cols = [
+  {key: "rank", label: "rank", asc: true, title: "= marks a rank shared with other agents (no interval separates them)",
+   sort: function (r) { return offScale(r) ? null : -r.mu; }, render: function (r) {
+    if (unranked(r)) { return "–"; }
+    if (hasRanks && r.rank_lo !== null) { return (rankCount[r.rank_lo] > 1 ? "=" : "") + r.rank_lo; }
+    return String(r._order);
+  }}
+];
+if (hasRanks) {
+  cols.push({key: "rank_hi", label: "rank range", asc: true, title: "the best and worst ranks the intervals allow",
+    sort: function (r) { return offScale(r) ? null : -r.mu; }, render: function (r) {
+      if (offScale(r) || r.rank_lo === null) { return "–"; }
+      return r.rank_lo === r.rank_hi ? String(r.rank_lo) : r.rank_lo + "–" + r.rank_hi;
+    }});
+}
+if (hasInterval) {
+  cols.push({key: "mu_lo", label: "interval", title: "the rating's interval; the bar's scale is set above the table",
+    sort: function (r) { return r.mu; }, render: function (r) { return intervalCell(r.mu_lo, r.mu, r.mu_hi, intervalDom); }});
+}
+cols = cols.concat([
+  {key: "agent_id", label: "agent", text: true, render: function (r) {
+    var s = el("span", {"class": "agent-name"}, r.agent_id);
+    var status = r.status || (r.provisional ? "provisional" : "rated");
+    if (status === "rated") { return s; }
+    var w = el("span"), b = el("span", {"class": status === "provisional" ? "badge" : "badge off"}, status);
+    if (r.status_reason) { b.setAttribute("title", r.status_reason); }
+    w.appendChild(s); w.appendChild(b); return w;
+  }},
+  {key: "mu", label: "rating", digits: 1}
+]);
+var zoomControl = null;
+if (hasInterval) {
+  zoomControl = el("label", {"class": "muted"}, "interval bars: ");
+  var zoomSelect = el("select", {id: "interval-scale", "aria-label": "interval bars"});
+  zoomSelect.appendChild(el("option", {value: "zoom"}, "zoomed: ±" + fmt(zoom.half, 0) + " Elo around each rating"));
+  zoomSelect.appendChild(el("option", {value: "board"}, "whole board: " + fmt(ratingDom[0], 0) + " – " + fmt(ratingDom[1], 0)));
+  zoomControl.appendChild(zoomSelect);
+}
+[["matches", "matches", 0], ["mean_metric", "mean metric", 3], ["pct_beaten_50", "% beaten", 1], ["gap_50", "gap to oracle@50%", 0]].forEach(function (c) {
+  if (c[0] in DATA.agents) { cols.push({key: c[0], label: c[1], digits: c[2]}); }
+});
+var plotApi = null;
+var board = Table(document.getElementById("leaderboard-table"), {
+  id: "leaderboard", rows: agents, columns: cols, sortKey: "rank", sortDir: 1, pageSize: 50, noun: "agents", extraControl: zoomControl,
+  placeholder: "search agents", search: function (r) { return r.agent_id; },
+  rowClass: function (r) { return offScale(r) ? "off" : r.provisional ? "provisional" : ""; },
+  onChange: function (rows, q) { if (plotApi) { plotApi.highlight(q ? rows : null); } }
+});
+if (zoomControl) {
+  document.getElementById("interval-scale").addEventListener("change", function (e) {
+    intervalDom = e.target.value === "zoom" ? zoom : ratingDom; board.render();
+  });
+}
+
+// ---- difficulty
+(function () {
+  var root = document.getElementById("difficulty-plot"), tc = rowsOf(DATA.testCases.drawn), hist = DATA.testCases.histogram;
+  var tags = DATA.tags, W = 1200, H = 500, box = {l: 56, r: W - 20, t: 110, b: 300, xb: 432};
+  var strip = {t: 322, b: 426};
+  document.getElementById("difficulty-note").textContent = tc.length < DATA.testCases.total
+    ? tc.length + " of " + DATA.testCases.total + " test cases drawn (the hardest, and an even sample of the rest); the histogram counts all."
+    : DATA.testCases.total + " test cases; hover one for its tags.";
+  var xd = extent(hist.edges.concat(byRating.map(function (a) { return a.mu; })));
+  var pad = (xd[1] - xd[0]) * 0.02; xd = [xd[0] - pad, xd[1] + pad];
+  var x = scale(xd[0], xd[1], box.l, box.r);
+  var ymax = Math.max.apply(null, hist.counts.concat([1]));
+  var y = scale(0, ymax * 1.05, box.b, box.t);
+  var s = sv("svg", {viewBox: "0 0 " + W + " " + H, width: "100%", id: "difficulty-svg", role: "img", "aria-label": "difficulty distribution"});
+  axes(s, x, y, xd, [0, ymax * 1.05], box, "rating (Elo scale): test cases' difficulty, agents' competency", "test cases");
+  for (var i = 0; i < hist.counts.length; i++) {
+    var x0 = x(hist.edges[i]), x1 = x(hist.edges[i + 1]);
+    s.appendChild(sv("rect", {x: x0, width: Math.max(0.5, x1 - x0 - 0.5), y: y(hist.counts[i]), height: box.b - y(hist.counts[i]), fill: "#9ab"}));
+  }
+  s.appendChild(sv("text", {x: box.l + 4, y: strip.t - 6, fill: "#667"}, "test cases, one dot each (hover one for its tags)"));
+  var dots = sv("g", {id: "test-case-dots"});
+  tc.forEach(function (t, k) {
+    var h = ((t._i * 2654435761) % 1000) / 1000;
+    var c = sv("circle", {cx: x(t.mu), cy: strip.t + 6 + h * (strip.b - strip.t - 12), r: 3.2, fill: "#567", "fill-opacity": 0.7,
+      "class": "tc", "data-index": String(k)});
+    c.addEventListener("mouseenter", function (evt) {
+      var pairs = [["rating", fmt(t.mu, 1) + (t.sigma !== undefined && t.sigma !== null ? " ± " + fmt(t.sigma, 1) : "")]];
+      if (t.matches !== undefined) { pairs.push(["matches", fmt(t.matches, 0)]); }
+      if (t.mean_metric !== undefined) { pairs.push(["mean metric", fmt(t.mean_metric, 3)]); }
+      DATA.testCases.metadata.forEach(function (m) { if (t[m] !== null && t[m] !== undefined) { pairs.push([m, fmt(t[m], 3)]); } });
+      tags.names.forEach(function (n) {
+        var v = tags.values[n][t._i];
+        if (v !== null && v !== undefined) { pairs.push([n, Array.isArray(v) ? v.join("; ") : String(v)]); }
+      });
+      showTip(evt, t.test_case_id, pairs);
+    });
+    c.addEventListener("mouseleave", hideTip);
+    t._dot = c;
+    dots.appendChild(c);
+  });
+  s.appendChild(dots);
+  // agents: lines over the histogram, staggered labels in tiers above it
+  var shown = byRating.slice(0, DATA.limits.maxAgentLines), lines = sv("g", {id: "agent-lines"});
+  var labelled = shown.length <= 40 ? shown : shown.slice(0, 40);
+  var tiers = [[], [], [], [], [], []], tierH = 15;
+  labelled.slice().sort(function (a, b) { return a.mu - b.mu; }).forEach(function (a) {
+    var text = a.agent_id.length > 22 ? a.agent_id.slice(0, 21) + "…" : a.agent_id;
+    text += " " + fmt(a.pct_beaten_50, 0) + "%";
+    var w = text.length * 6.2 + 6, cx = x(a.mu), left = cx + w > W - 2;  // near the right edge: the label ends at its line
+    var start = left ? cx - w : cx;
+    for (var k = 0; k < tiers.length; k++) {
+      var last = tiers[k][tiers[k].length - 1];
+      if (!last || last.end < start - 2) { tiers[k].push({end: left ? cx : cx + w, a: a, text: text, x: cx, left: left}); return; }
+    }
+  });
+  shown.forEach(function (a) {
+    var cls = "agent" + (a.provisional ? " provisional" : "");
+    var ln = sv("line", {x1: x(a.mu), x2: x(a.mu), y1: box.t - 4, y2: strip.b, "class": cls, "data-agent": String(a._i)});
+    var hit = sv("line", {x1: x(a.mu), x2: x(a.mu), y1: box.t - 4, y2: box.b, "class": "hitarea"});
+    hit.addEventListener("mouseenter", function (evt) {
+      ln.classList.add("hit");
+      var pairs = [["rating", fmt(a.mu, 1)]];
+      if (a.mu_lo !== undefined) { pairs.push(["interval", fmt(a.mu_lo, 0) + " – " + fmt(a.mu_hi, 0)]); }
+      if (a.pct_beaten_50 !== undefined) { pairs.push(["test cases beaten", fmt(a.pct_beaten_50, 1) + "%"]); }
+      if (a.provisional) { pairs.push(["status", "provisional"]); }
+      showTip(evt, a.agent_id, pairs);
+    });
+    hit.addEventListener("mouseleave", function () { ln.classList.remove("hit"); hideTip(); });
+    a._line = ln;
+    lines.appendChild(ln); lines.appendChild(hit);
+  });
+  tiers.forEach(function (tier, k) {
+    tier.forEach(function (l) {
+      var ty = box.t - 10 - k * tierH;
+      lines.appendChild(sv("line", {x1: l.x, x2: l.x, y1: ty + 2, y2: box.t - 4, stroke: "#c60", "stroke-width": 0.6, opacity: 0.6}));
+      lines.appendChild(sv("text", {x: l.left ? l.x - 2 : l.x + 2, y: ty, "text-anchor": l.left ? "end" : "start",
+        "class": "agent-label", fill: l.a.provisional ? "#7a5cc7" : "#a40"}, l.text));
+    });
+  });
+  s.appendChild(lines);
+  if (shown.length < byRating.length) {
+    s.appendChild(sv("text", {x: box.r, y: 14, "text-anchor": "end"}, "the " + shown.length + " best of " + byRating.length + " agents drawn; search the leaderboard to find one"));
+  }
+  root.appendChild(s);
+  // colour by tag
+  var select = document.getElementById("color-by"), legend = document.getElementById("color-legend");
+  tags.names.forEach(function (n) { select.appendChild(el("option", {value: n}, n)); });
+  select.addEventListener("change", function () {
+    var n = select.value, colour = {};
+    while (legend.firstChild) { legend.removeChild(legend.firstChild); }
+    if (n) {
+      tags.summary[n].top.slice(0, PALETTE.length).forEach(function (kv, k) {
+        colour[kv[0]] = PALETTE[k];
+        var item = el("span"); var sw = el("i"); sw.style.background = PALETTE[k];
+        item.appendChild(sw); item.appendChild(document.createTextNode(kv[0] + " (" + kv[1] + ")")); legend.appendChild(item);
+      });
+    }
+    tc.forEach(function (t) {
+      var v = n ? tags.values[n][t._i] : null, first = Array.isArray(v) ? v.filter(function (z) { return z in colour; })[0] : v;
+      t._dot.setAttribute("fill", n && first !== undefined && first !== null && colour[first] ? colour[first] : "#567");
+    });
+  });
+  var summary = document.getElementById("tag-summary");
+  if (tags.names.length) {
+    summary.textContent = "Tags: " + tags.names.map(function (n) {
+      var sm = tags.summary[n]; return n + " (" + sm.test_cases + " test cases, " + sm.distinct + " values)";
+    }).join("; ");
+  } else { summary.textContent = "No tags: a tag file or metadata columns add them."; }
+  plotApi = {highlight: function (rows) {
+    var keep = null;
+    if (rows) { keep = {}; rows.forEach(function (r) { keep[r._i] = true; }); }
+    shown.forEach(function (a) {
+      a._line.classList.toggle("dim", !!keep && !keep[a._i]);
+      a._line.classList.toggle("hit", !!keep && !!keep[a._i]);
+    });
+  }};
+})();
+
+// ---- slices
+(function () {
+  var body = document.getElementById("slices-body");
+  if (!DATA.slices) { body.appendChild(el("p", {"class": "muted"}, "No slices: tags with enough test cases give them.")); return; }
+  var rows = rowsOf(DATA.slices.rows), tagSel = el("select", {id: "slice-tag", "aria-label": "tag"});
+  tagSel.appendChild(el("option", {value: ""}, "every tag"));
+  Object.keys(rows.reduce(function (m, r) { m[r.tag] = 1; return m; }, {})).forEach(function (t) { tagSel.appendChild(el("option", {value: t}, t)); });
+  if (DATA.slices.total > rows.length) { body.appendChild(el("p", {"class": "muted"}, "The first " + rows.length + " of " + DATA.slices.total + " rows.")); }
+  body.appendChild(el("p", {"class": "muted"}, "Each agent's rating on the test cases carrying a tag value, against the same frozen test-case ratings; Δ is the slice rating minus the agent's rating on every test case."));
+  var dom = extent(rows.map(function (r) { return r.mu_lo; }).concat(rows.map(function (r) { return r.mu_hi; })));
+  var t = Table(body, {
+    id: "slice", rows: rows, sortKey: "delta", sortDir: 1, pageSize: 50, noun: "slice ratings", extraControl: tagSel,
+    placeholder: "search slices and agents", search: function (r) { return r.tag + " " + r.value + " " + r.agent_id; },
+    filter: function (r) { return !tagSel.value || r.tag === tagSel.value; },
+    columns: [
+      {key: "tag", label: "tag", text: true}, {key: "value", label: "value", text: true},
+      {key: "test_cases", label: "test cases", digits: 0}, {key: "slice_mean_difficulty", label: "mean difficulty", digits: 0},
+      {key: "agent_id", label: "agent", text: true}, {key: "mu", label: "slice rating", digits: 0},
+      {key: "mu_lo", label: "interval", sort: function (r) { return r.mu; }, render: function (r) { return intervalCell(r.mu_lo, r.mu, r.mu_hi, dom); }},
+      {key: "delta", label: "Δ vs overall", digits: 0}
+    ]
+  });
+  tagSel.addEventListener("change", function () { t.render(); });
+})();
+
+// ---- ability masses
+(function () {
+  var body = document.getElementById("masses-body");
+  if (!DATA.masses) { body.appendChild(el("p", {"class": "muted"}, "No ability masses: test cases carrying an abilities tag give them.")); return; }
+  var rows = rowsOf(DATA.masses.rows).sort(function (a, b) { return b.mass - a.mass; }), info = DATA.masses.info;
+  var stats = el("p", {"class": "stats"});
+  [["alignment", "alignment rate", 3], ["loss", "loss (mean squared error, fit scale)", 4], ["rmse", "RMSE (rating points)", 1], ["max_order", "order", 0]].forEach(function (k) {
+    if (info[k[0]] !== undefined && info[k[0]] !== null) { stats.appendChild(el("b", null, k[1] + ": ")); stats.appendChild(document.createTextNode(fmt(info[k[0]], k[2]) + "   ")); }
+  });
+  body.appendChild(stats);
+  var top = rows.slice(0, 40), W = 900, rowH = 18, H = 30 + rowH * top.length, box = {l: 200, r: W - 60};
+  var mx = Math.max.apply(null, top.map(function (r) { return r.mass; }).concat([1e-9])), x = scale(0, mx, box.l, box.r);
+  var s = sv("svg", {viewBox: "0 0 " + W + " " + H, width: "100%", id: "masses-svg", role: "img", "aria-label": "ability masses"});
+  top.forEach(function (r, i) {
+    var yy = 10 + i * rowH;
+    s.appendChild(sv("text", {x: box.l - 6, y: yy + 12, "text-anchor": "end"}, r.ability.length > 30 ? r.ability.slice(0, 29) + "…" : r.ability));
+    s.appendChild(sv("rect", {x: box.l, y: yy + 2, width: Math.max(1, x(r.mass) - box.l), height: rowH - 5, fill: "#4a7"}));
+    s.appendChild(sv("text", {x: x(r.mass) + 4, y: yy + 12}, fmt(r.mass, 3)));
+  });
+  body.appendChild(s);
+  Table(body, {id: "mass", rows: rows, sortKey: "mass", sortDir: -1, pageSize: 25, noun: "abilities", placeholder: "search abilities",
+    search: function (r) { return r.ability; },
+    columns: [{key: "ability", label: "ability", text: true}, {key: "mass", label: "mass M(a)", digits: 3}, {key: "items", label: "items", digits: 0}]});
+})();
+
+// ---- line and scatter charts
+function chart(root, id, series, o) {
+  var W = 560, H = 310, box = {l: 60, r: W - 14, t: 30, b: H - 46}, xs = [], ys = [], legendX = box.l;
+  series.forEach(function (sr) { xs = xs.concat(sr.x); ys = ys.concat(sr.y); });
+  var xd = o.xd || extent(xs), yd = o.yd || extent(ys), x = scale(xd[0], xd[1], box.l, box.r), y = scale(yd[0], yd[1], box.b, box.t);
+  var s = sv("svg", {viewBox: "0 0 " + W + " " + H, width: W, id: id, role: "img", "aria-label": o.ylabel});
+  axes(s, x, y, xd, yd, box, o.xlabel, o.ylabel);
+  series.forEach(function (sr, k) {
+    var pts = [];
+    for (var i = 0; i < sr.x.length; i++) { if (sr.x[i] !== null && sr.y[i] !== null) { pts.push([x(sr.x[i]), y(sr.y[i]), sr.r ? sr.r[i] : 3]); } }
+    if (sr.dots) {
+      pts.forEach(function (p) { s.appendChild(sv("circle", {cx: p[0], cy: p[1], r: p[2], fill: sr.color, "fill-opacity": 0.75})); });
+    } else if (pts.length) {
+      s.appendChild(sv("polyline", {points: pts.map(function (p) { return p[0].toFixed(1) + "," + p[1].toFixed(1); }).join(" "), fill: "none", stroke: sr.color, "stroke-width": 1.8}));
+    }
+    s.appendChild(sv("rect", {x: legendX, y: 7, width: 10, height: 10, fill: sr.color}));
+    s.appendChild(sv("text", {x: legendX + 14, y: 16}, sr.name));
+    legendX += 30 + 6.2 * sr.name.length;
+  });
+  root.appendChild(s);
+}
+
+(function () {
+  var body = document.getElementById("reliability-body"), r = DATA.reliability;
+  if (!r) { body.appendChild(el("p", {"class": "muted"}, "No reliability table.")); return; }
+  var pct = r.fraction.map(function (f) { return f === null ? null : 100 * f; });
+  chart(body, "reliability-rho", [{name: "ρ test cases", x: pct, y: r.rho_test_cases, color: "#1f77b4"}, {name: "ρ agents", x: pct, y: r.rho_agents, color: "#d62728"}],
+    {xlabel: "share of matches (%)", ylabel: "Spearman ρ", yd: [-1, 1], xd: [0, 100]});
+  chart(body, "reliability-mae", [{name: "MAE", x: pct, y: r.mae, color: "#2ca02c"}, {name: "MSE", x: pct, y: r.mse, color: "#9467bd"}],
+    {xlabel: "share of matches (%)", ylabel: "predicted vs empirical error", xd: [0, 100]});
+})();
+
+(function () {
+  var body = document.getElementById("calibration-body"), c = DATA.calibration;
+  if (!c) { body.appendChild(el("p", {"class": "muted"}, "No calibration table.")); return; }
+  var curveX = [], curveY = [];
+  for (var d = -1250; d <= 1150; d += 25) { curveX.push(d); curveY.push(1 / (1 + Math.pow(10, -d / 400))); }
+  var mx = Math.max.apply(null, c.pooled.matches.concat([1]));
+  var holder = el("div"), sel = el("select", {id: "calibration-agent", "aria-label": "agent"});
+  sel.appendChild(el("option", {value: ""}, "all agents, pooled"));
+  var rows = c.agents ? rowsOf(c.agents) : [];
+  if (c.agents) { Object.keys(rows.reduce(function (m, r) { m[r.agent_id] = 1; return m; }, {})).sort().forEach(function (a) { sel.appendChild(el("option", {value: a}, a)); }); }
+  var ctl = el("div", {"class": "controls"}); ctl.appendChild(el("span", {"class": "muted"}, "show ")); ctl.appendChild(sel);
+  body.appendChild(ctl); body.appendChild(holder);
+  function draw() {
+    while (holder.firstChild) { holder.removeChild(holder.firstChild); }
+    var pts;
+    if (sel.value) {
+      var mine = rows.filter(function (r) { return r.agent_id === sel.value; }), m2 = Math.max.apply(null, mine.map(function (r) { return r.matches; }).concat([1]));
+      pts = {name: sel.value, x: mine.map(function (r) { return r.mean_rating_diff; }), y: mine.map(function (r) { return r.empirical_score; }),
+        r: mine.map(function (r) { return 2 + 7 * Math.sqrt(r.matches / m2); }), color: "#c60", dots: true};
+    } else {
+      pts = {name: "empirical (dot size: matches)", x: c.pooled.diff, y: c.pooled.empirical, r: c.pooled.matches.map(function (m) { return 2 + 7 * Math.sqrt(m / mx); }), color: "#c60", dots: true};
+    }
+    chart(holder, "calibration-svg", [{name: "predicted E[S]", x: curveX, y: curveY, color: "#222"}, pts],
+      {xlabel: "agent rating − test-case rating", ylabel: "score", xd: [-1250, 1150], yd: [0, 1]});
+  }
+  sel.addEventListener("change", draw);
+  draw();
+})();
+})();
