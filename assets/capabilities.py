@@ -15,10 +15,10 @@ from agielo_dagster.resources.storage import ObjectStorage
 from agielo_dagster.domain.layout import accepted_path
 from agielo_dagster.domain.ledger import read_ledger, read_tag_file
 from agielo_dagster.domain.lineage import CODE_VERSION
+from agielo_dagster.rating.schema import MATCH_COLUMNS
 
 from .common import benchmark_output, digest_of, frame_table, retried_on_storage_errors
 from .partitions import benchmark_partitions
-from .ratings import ENGINE_COLUMNS
 
 METADATA_UPLOADS = 50
 ABILITIES_TAG = "abilities"
@@ -88,7 +88,7 @@ def tag_coverage(tags: pa.Table, test_case_ratings: pa.Table, source: str) -> di
     },
     partitions_def=benchmark_partitions,
     ins={
-        "match_tables": dg.AssetIn(metadata={"columns": ENGINE_COLUMNS}),
+        "match_tables": dg.AssetIn(metadata={"columns": list(MATCH_COLUMNS)}),
         "test_case_ratings": dg.AssetIn(),
     },
 )

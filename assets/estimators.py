@@ -12,11 +12,10 @@ from agielo_dagster.resources.storage import ObjectStorage
 
 from agielo_dagster.domain.ledger import read_ledger
 from agielo_dagster.domain.lineage import CODE_VERSION
+from agielo_dagster.rating.schema import MATCH_COLUMNS
 
 from .common import OWNERS, TAGS, frame_table
 from .partitions import benchmark_partitions
-
-ENGINE_COLUMNS = ["test_case_id", "agent_id", "metric", "score"]
 
 
 class UncertaintyConfig(dg.Config):
@@ -40,7 +39,7 @@ def _nightly(description: str) -> dict:
 
 @dg.asset(
     ins={
-        "match_tables": dg.AssetIn(metadata={"columns": ENGINE_COLUMNS, "pandas": True}),
+        "match_tables": dg.AssetIn(metadata={"columns": list(MATCH_COLUMNS), "pandas": True}),
         "agent_ratings": dg.AssetIn(metadata={"columns": ["agent_id", "mu", "rank"], "pandas": True}),
     },
     **_nightly(
@@ -95,7 +94,7 @@ def estimator_comparison(
 
 
 @dg.asset(
-    ins={"match_tables": dg.AssetIn(metadata={"columns": ENGINE_COLUMNS, "pandas": True})},
+    ins={"match_tables": dg.AssetIn(metadata={"columns": list(MATCH_COLUMNS), "pandas": True})},
     **_nightly(
         "Bootstrap confidence intervals (resampling test cases) of agent ratings, competency gaps and "
         "Plackett-Luce ratings, and the spread of AGI-Elo ratings across match orders. Materialized nightly."
@@ -132,7 +131,7 @@ def rating_uncertainty(context: dg.AssetExecutionContext, config: UncertaintyCon
 
 
 @dg.asset(
-    ins={"match_tables": dg.AssetIn(metadata={"columns": ENGINE_COLUMNS})},
+    ins={"match_tables": dg.AssetIn(metadata={"columns": list(MATCH_COLUMNS)})},
     **_nightly(
         "The held-out predictive check beside reliability_reports: 5-fold over matches, each match predicted from "
         "ratings fitted without it; log-loss and Brier score (binary metrics) or MAE in metric units (graded), for "

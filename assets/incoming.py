@@ -8,8 +8,9 @@ import json
 
 import dagster as dg
 from agielo_dagster.resources.storage import ObjectStorage
+from agielo_dagster.resources.warehouse import column_schema
 
-from agielo_dagster.domain.incoming import INCOMING_LEDGER, read_incoming, refresh_incoming
+from agielo_dagster.domain.incoming import INCOMING_LEDGER, INCOMING_SCHEMA, read_incoming, refresh_incoming
 from agielo_dagster.domain.lineage import INGEST_VERSION
 
 from .common import OWNERS, TAGS, retried_on_storage_errors
@@ -60,6 +61,7 @@ def harness_uploads(context: dg.AssetExecutionContext, storage: ObjectStorage) -
         metadata={
             "dagster/row_count": len(update.records),
             "dagster/uri": dg.MetadataValue.path(store.uri(INCOMING_LEDGER)),
+            "dagster/column_schema": column_schema(INCOMING_SCHEMA, "harness_uploads"),
             "drops": len(update.records),
             "drops_read_in_this_run": update.read,
             "uploads": sum(len(json.loads(r["uploads"])) for r in update.records),

@@ -14,9 +14,10 @@ clean run of one benchmark while another still has rejections.
 
 import dagster as dg
 from agielo_dagster.resources.storage import ObjectStorage
+from agielo_dagster.resources.warehouse import column_schema
 
 from agielo_dagster.domain.layout import ledger_path, warehouse_path
-from agielo_dagster.domain.ledger import Ledger, read_ledger, refresh_ledger
+from agielo_dagster.domain.ledger import LEDGER_SCHEMA, Ledger, read_ledger, refresh_ledger
 from agielo_dagster.domain.lineage import CODE_VERSION, INGEST_VERSION
 from agielo_dagster.domain.quality import failed_expectations
 from agielo_dagster.domain.readers import read_upload
@@ -119,6 +120,7 @@ def _metadata(store, ledger: Ledger, update, digest: str, withdrawn: bool) -> di
     return {
         "dagster/row_count": len(ledger.rows),
         "dagster/uri": dg.MetadataValue.path(store.uri(ledger_path(ledger.benchmark))),
+        "dagster/column_schema": column_schema(LEDGER_SCHEMA, "upload_ledger"),
         "accepted": len(ledger.accepted),
         "rejected": sum(r["status"] == "rejected" for r in problems),
         "refused": sum(r["status"] == "refused" for r in problems),

@@ -11,11 +11,11 @@ from agielo_dagster.domain.ledger import read_ledger
 from agielo_dagster.domain.lineage import CODE_VERSION
 from agielo_dagster.domain.status import DIGEST_KEY
 from agielo_dagster.rating.predict import competency_gaps
+from agielo_dagster.rating.schema import MATCH_COLUMNS
 
 from .common import benchmark_output, digest_of, frame_table, retried_on_storage_errors
 from .partitions import benchmark_partitions
 
-ENGINE_COLUMNS = ["test_case_id", "agent_id", "metric", "score"]
 SEED = 42
 TWINS = 10  # calibrated twins of the benchmark rated for the reliability yardstick (one rating pass each)
 TWIN_MAX_MATCHES = 250_000  # above it the yardstick stays null: 10 twins of 1,000,000 matches take about 21 s on 2 busy cores
@@ -54,7 +54,7 @@ def ratings(context: dg.AssetExecutionContext, storage: ObjectStorage):
     with retried_on_storage_errors(context):
         digest = (store.parquet_metadata(path) or {}).get(DIGEST_KEY, "")
         source = store.parquet_source(path)
-        partial = store.read_table(warehouse_path("provisional_matches", context.partition_key), columns=ENGINE_COLUMNS)
+        partial = store.read_table(warehouse_path("provisional_matches", context.partition_key), columns=list(MATCH_COLUMNS))
     # straight from the parquet file, a row group at a time: no match table is held in memory
     result = rate_parquet(source, seed=SEED, shuffles=DEFAULT_SHUFFLES)
     reliability_table, yardstick = reliability_with_yardstick(context, store, path, result)
@@ -138,7 +138,7 @@ def fragility_metadata(context, store, path: str, agents: pd.DataFrame, n_matche
     if n_matches > FRAGILITY_MAX_MATCHES:
         return {"fragility_method": f"not computed: {n_matches:,} matches (limit {FRAGILITY_MAX_MATCHES:,})"}
     with retried_on_storage_errors(context):
-        matches = store.read_table(path, columns=ENGINE_COLUMNS)
+        matches = store.read_table(path, columns=list(MATCH_COLUMNS))
     ids = joint["agent_id"].astype(str)
     tier = ids[joint["rank"] == 1].tolist()
     try:
@@ -159,7 +159,7 @@ def reliability_with_yardstick(context: dg.AssetExecutionContext, store, path: s
     if result.n_matches > TWIN_MAX_MATCHES:
         return with_yardstick(result.reliability, None), None
     with retried_on_storage_errors(context):
-        matches = store.read_table(path, columns=ENGINE_COLUMNS)
+        matches = store.read_table(path, columns=list(MATCH_COLUMNS))
     yardstick = calibration_twins(matches, result, twins=TWINS, seed=SEED)
     return with_yardstick(result.reliability, yardstick), yardstick
 

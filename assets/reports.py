@@ -17,10 +17,10 @@ from agielo_dagster.domain.layout import explorer_path, figure_path, report_path
 from agielo_dagster.domain.ledger import read_ledger
 from agielo_dagster.domain.lineage import CODE_VERSION
 from agielo_dagster.domain.matches import test_case_metadata
+from agielo_dagster.rating.schema import MATCH_COLUMNS
 
 from .common import OWNERS, TAGS, digest_of, frame_table, retried_on_storage_errors
 from .partitions import benchmark_partitions
-from .ratings import ENGINE_COLUMNS
 
 HARDEST_SHOWN = 10
 
@@ -37,7 +37,7 @@ HARDEST_SHOWN = 10
         "rating_snapshots": dg.AssetIn(metadata={"where": {"kind": "agent"}}),  # the test cases' rows are most of it
         "competency_gap_tables": dg.AssetIn(),
         "input_manifests": dg.AssetIn(),
-        "match_tables": dg.AssetIn(metadata={"columns": ENGINE_COLUMNS}),
+        "match_tables": dg.AssetIn(metadata={"columns": list(MATCH_COLUMNS)}),
         "test_case_tags": dg.AssetIn(),
         "slice_ratings": dg.AssetIn(),
         "ability_masses": dg.AssetIn(),

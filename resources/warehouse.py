@@ -3,7 +3,7 @@
 Accepts pyarrow tables or pandas/polars frames; the output's ``inputs_digest`` metadata is written
 into the file's key-value metadata (so the warehouse alone tells what each output was computed
 from). Adds Dagster's standard metadata: ``dagster/row_count``, ``dagster/column_schema`` and
-``dagster/uri``. Loads pyarrow tables with id columns dictionary-encoded, or pandas when the input
+``dagster/uri``, the columns described by the engine's schema. Loads pyarrow tables with id columns dictionary-encoded, or pandas when the input
 asks for it (``metadata={"pandas": True}``), reading only the columns an input names
 (``metadata={"columns": [...]}``) and, with ``metadata={"where": {column: value, ...}}``, only the
 rows where every named string column equals its value (row group by row group).
@@ -16,6 +16,7 @@ import pyarrow as pa
 from agielo_dagster.domain.layout import warehouse_path
 from agielo_dagster.domain.status import DIGEST_KEY
 from agielo_dagster.domain.store import parquet_bytes
+from agielo_dagster.rating.schema import describe
 
 from .storage import ObjectStorage
 
@@ -38,11 +39,15 @@ def table_to_parquet(table: pa.Table, metadata: dict[str, str] | None = None) ->
     return parquet_bytes(table)
 
 
-def column_schema(schema: pa.Schema) -> dg.TableSchema:
+def column_schema(schema: pa.Schema, table: str = "") -> dg.TableSchema:
+    """The written table's columns and types, described by the engine's schema (``rating/schema.py``)."""
+
     def kind(t: pa.DataType) -> str:
         return str(t.value_type) if pa.types.is_dictionary(t) else str(t)
 
-    return dg.TableSchema(columns=[dg.TableColumn(f.name, kind(f.type)) for f in schema])
+    return dg.TableSchema(
+        columns=[dg.TableColumn(f.name, kind(f.type), description=describe(f.name, table) or None) for f in schema]
+    )
 
 
 class WarehouseIOManager(dg.ConfigurableIOManager):
@@ -64,7 +69,7 @@ class WarehouseIOManager(dg.ConfigurableIOManager):
         context.add_output_metadata(
             {
                 "dagster/row_count": table.num_rows,
-                "dagster/column_schema": column_schema(table.schema),
+                "dagster/column_schema": column_schema(table.schema, context.asset_key.path[-1]),
                 "dagster/uri": dg.MetadataValue.path(store.uri(path)),
             }
         )

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from ..rating.schema import MATCH_COLUMNS
 from .layout import warehouse_path
 from .query import parse_query, select
 from .store import Store
@@ -54,9 +55,7 @@ def query_warehouse(store: Store, text: str, *, resamples: int = 200, seed: int 
     chosen = frame[select(query, frame)] if len(frame) else frame
     matches = []
     for benchmark, group in chosen.groupby("benchmark", sort=True):
-        table = store.read_table(
-            warehouse_path("match_tables", benchmark), columns=["test_case_id", "agent_id", "metric", "score"]
-        ).to_pandas()
+        table = store.read_table(warehouse_path("match_tables", benchmark), columns=list(MATCH_COLUMNS)).to_pandas()
         table = table.astype({"test_case_id": str, "agent_id": str})
         matches.append(table[table["test_case_id"].isin(set(group["test_case_id"]))].assign(benchmark=benchmark))
     selected = pd.concat(matches, ignore_index=True) if matches else pd.DataFrame()

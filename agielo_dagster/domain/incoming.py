@@ -29,10 +29,10 @@ from .layout import INCOMING_LEDGER, derived_path, derived_spec_path
 from .ledger import cached_versions, write_fingerprints
 from .store import StorageError, Store, StoredFile, parquet_bytes
 
-__all__ = ["INCOMING_LEDGER", "IncomingUpdate", "incoming_reason", "read_incoming", "refresh_incoming"]
+__all__ = ["INCOMING_LEDGER", "INCOMING_SCHEMA", "IncomingUpdate", "incoming_reason", "read_incoming", "refresh_incoming"]
 
 _CACHE = "_incoming"
-_SCHEMA = pa.schema(
+INCOMING_SCHEMA = pa.schema(
     [
         ("harness", pa.string()),
         ("drop", pa.string()),
@@ -58,7 +58,7 @@ def read_incoming(store: Store) -> list[dict]:
         raise
     except Exception:  # noqa: BLE001 - missing or damaged: every drop is read again
         return []
-    return table.to_pylist() if table.schema.remove_metadata() == _SCHEMA else []
+    return table.to_pylist() if table.schema.remove_metadata() == INCOMING_SCHEMA else []
 
 
 def _drops(store: Store, listing: list[StoredFile]) -> dict[tuple[str, str], tuple[list[str], str]]:
@@ -216,7 +216,7 @@ def refresh_incoming(store: Store) -> IncomingUpdate:
                 store.remove(path)
                 written.append(path)
         store.remove_empty_folder(f"warehouse/derived/{benchmark}")
-    table = pa.Table.from_pylist([records[k] for k in sorted(records)], schema=_SCHEMA)
+    table = pa.Table.from_pylist([records[k] for k in sorted(records)], schema=INCOMING_SCHEMA)
     if [records[k] for k in sorted(records)] != [previous[k] for k in sorted(previous)]:
         store.write_bytes(INCOMING_LEDGER, parquet_bytes(table))
     write_fingerprints(store, _CACHE, listing, listed_at_ns)

@@ -21,10 +21,11 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from .schema import MATCH_COLUMNS
+
 __all__ = ["MatchTableError", "Matches", "encode_matches", "to_flavour", "to_pandas"]
 
 Flavour = Literal["pandas", "polars", "arrow"]
-MATCH_COLUMNS = ("test_case_id", "agent_id", "metric", "score")
 
 
 class MatchTableError(ValueError):

@@ -57,7 +57,7 @@ class RangeAssumption:
         graded = not math.isnan(self.observed_share)
         return {
             "assumed_metric_range": (
-                f"[{self.declared_lo:g}, {self.declared_hi:g}] ({self.scoring})" if graded else "none (binary)"
+                f"[{self.declared_lo:g}, {self.declared_hi:g}] ({self.scoring})" if graded else f"none ({self.scoring})"
             ),
             "observed_metric_range": f"[{self.observed_lo:g}, {self.observed_hi:g}]",
             "observed_share_of_range": round(self.observed_share, 4) if graded else None,
@@ -73,7 +73,7 @@ def range_assumption(
         raise ValueError(f"the observed metric range must be finite with lo <= hi, got [{observed_lo}, {observed_hi}]")
     if not 0 < far_share <= 1:
         raise ValueError(f"far_share must lie in (0, 1], got {far_share!r}")
-    if scoring.name == "binary":
+    if not scoring.declares_range:
         nan = float("nan")
         return RangeAssumption(scoring.name, nan, nan, float(observed_lo), float(observed_hi), nan, False, "")
     lo, hi = float(scoring.lo), float(scoring.hi)

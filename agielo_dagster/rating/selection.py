@@ -47,6 +47,7 @@ from .frames import (
 )
 from .glicko import DEFAULT_SHUFFLES, Q, g, place_agents, refuse_unknown_test_cases
 from .intervals import z_of
+from .schema import MATCH_COLUMNS
 
 __all__ = [
     "SequentialPlacement",
@@ -739,7 +740,7 @@ def _revealer(results: Any) -> Callable[[list[str]], pd.DataFrame]:
     if callable(results):
         return lambda ids: to_pandas(results(list(ids)))
     frame = to_pandas(results)
-    require_columns(frame, ("test_case_id", "agent_id", "metric", "score"), "results")
+    require_columns(frame, MATCH_COLUMNS, "results")
     if frame["agent_id"].nunique() > 1:
         raise ValueError(f"results must be one agent's, got {frame['agent_id'].nunique()} agents")
     keyed = frame.assign(_key=ids_of(frame, "test_case_id", "results").astype(str))

@@ -22,6 +22,7 @@ from .frames import Matches, MatchTableError, encode_matches, flavour_of, requir
 from .glicko import DEFAULT_SHUFFLES, place_agents
 from .graph import warn_disconnected
 from .intervals import interval_ranks, z_of
+from .schema import MATCH_COLUMNS
 
 __all__ = ["SLICE_COLUMNS", "query_ranking", "slice_ratings", "slice_test_cases"]
 
@@ -137,7 +138,7 @@ def slice_ratings(
     z_of(level)
     flavour = flavour_of(matches)
     frame = to_pandas(matches)
-    require_columns(frame, ("test_case_id", "agent_id", "metric", "score"), "match table")
+    require_columns(frame, MATCH_COLUMNS, "match table")
     tc = to_pandas(test_cases)
     require_columns(tc, ("test_case_id", "mu"), "test-case table")
     rating_of = pd.Series(tc["mu"].to_numpy(dtype=np.float64), index=tc["test_case_id"].astype(str))
@@ -240,7 +241,7 @@ def query_ranking(
     frame = to_pandas(selected_matches)
     if "benchmark" in frame.columns:
         frame = frame.assign(test_case_id=frame["benchmark"].astype(str) + "\x1f" + frame["test_case_id"].astype(str))
-    m: Matches = encode_matches(frame[["test_case_id", "agent_id", "metric", "score"]], "selected match table")
+    m: Matches = encode_matches(frame[list(MATCH_COLUMNS)], "selected match table")
     if alpha > 0:  # without pseudo-wins a disconnected graph is an error (rule comparisons_connected)
         warn_disconnected(m, "query_ranking")
     if m.n_agents < 2:

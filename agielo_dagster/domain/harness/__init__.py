@@ -1,5 +1,7 @@
 """Readers of evaluation harnesses' own logs: lm-evaluation-harness, Inspect AI, HELM and Every Eval Ever.
 
+One :class:`HarnessReader` per format, registered in :data:`READERS` (``registry.py``).
+
 Each reader turns one drop, exactly as the harness wrote it, into :class:`DerivedUpload` s, the same
 (benchmark, agent, rows, benchmark.yaml) a user would write under ``raw/``, plus one :class:`IngestError` per bad
 file, line or sample. Storage-agnostic and pure: a reader gets the relative paths of a drop and ``read(path) ->
@@ -58,20 +60,13 @@ and the line; an Inspect error the sample (id and epoch, or its member ``samples
 
 from __future__ import annotations
 
-import importlib.metadata
-import importlib.util
-import sys
-from collections.abc import Sequence
-
-from ..contract import MAX_LOG_BYTES
 from .common import (
     DerivedUpload,
     Drop,
+    HarnessReader,
     HarnessResult,
     Reader,
     check_duplicates,
-    drops_of,
-    harness_of,
     infer_spec,
     merge_specs,
     safe_name,
@@ -80,11 +75,13 @@ from .eee import read_eee
 from .helm import read_helm
 from .inspect_log import read_inspect
 from .lm_eval import read_lm_eval
+from .registry import READERS, drops_of, harness_of, read_all, read_drop, reader_environment
 
 __all__ = [
     "READERS",
     "DerivedUpload",
     "Drop",
+    "HarnessReader",
     "HarnessResult",
     "Reader",
     "check_duplicates",
@@ -101,53 +98,3 @@ __all__ = [
     "reader_environment",
     "safe_name",
 ]
-
-READERS = {"lm-eval": read_lm_eval, "inspect": read_inspect, "helm": read_helm, "eee": read_eee}
-
-# the optional packages a reader needs (module, distribution): their presence and version are part of
-# what a drop's outcome depends on, beside its bytes
-OPTIONAL_PACKAGES = {"inspect": (("inspect_ai", "inspect-ai"),)}
-
-
-def reader_environment(harness: str) -> str:
-    """The optional packages the harness's reader needs, each ``name version`` or ``name absent`` ('' when none).
-
-    A drop's outcome is reused only while its files *and* this stay the same: a log refused as
-    ``inspect_not_installed`` is read again once inspect-ai is installed (or upgraded). Nothing is imported.
-    """
-    parts = []
-    for module, distribution in OPTIONAL_PACKAGES.get(harness, ()):
-        try:
-            present = sys.modules.get(module, True) is not None and importlib.util.find_spec(module) is not None
-        except (ImportError, ValueError):
-            present = False
-        version = "absent"
-        if present:
-            try:
-                version = importlib.metadata.version(distribution)
-            except importlib.metadata.PackageNotFoundError:
-                version = "present"
-        parts.append(f"{module} {version}")
-    return ", ".join(parts)
-
-
-def read_drop(harness: str, paths: Sequence[str], read: Reader, *, max_bytes: int = MAX_LOG_BYTES) -> HarnessResult:
-    """Read one drop with the reader named by :func:`harness_of` (``lm-eval``, ``inspect``, ``helm``, ``eee``).
-
-    ``max_bytes`` is the upload limit; Inspect's ``.eval`` archives are held to it uncompressed too.
-    """
-    if harness not in READERS:
-        raise ValueError(f"unknown harness {harness!r}; known: {', '.join(READERS)}")
-    if harness == "inspect":  # the only archives: the limit applies to their members' uncompressed sizes
-        return read_inspect(list(paths), read, max_bytes=max_bytes)
-    return READERS[harness](list(paths), read)
-
-
-def read_all(paths: Sequence[str], read: Reader, *, max_bytes: int = MAX_LOG_BYTES) -> HarnessResult:
-    """Every drop of a storage listing, read, then :func:`check_duplicates` across drops (two logs, one claim)."""
-    result = HarnessResult()
-    for drop, group in drops_of(paths).items():
-        result.extend(read_drop(drop.harness, group, read, max_bytes=max_bytes))
-    result.uploads, duplicates = check_duplicates(result.uploads)
-    result.errors.extend(duplicates)
-    return result

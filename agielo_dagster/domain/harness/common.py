@@ -11,9 +11,10 @@ import json
 import math
 import re
 import unicodedata
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -28,9 +29,9 @@ __all__ = [
     "Drop",
     "HarnessResult",
     "Reader",
+    "HarnessReader",
     "check_duplicates",
-    "drops_of",
-    "harness_of",
+    "folder_drop",
     "infer_spec",
     "merge_specs",
     "safe_name",
@@ -88,45 +89,36 @@ class HarnessResult:
 class Drop(NamedTuple):
     """Which reader a file under ``incoming/`` belongs to, and the drop (a folder or one file) it is part of."""
 
-    harness: str  # "lm-eval" | "inspect" | "helm" | "eee"
+    harness: str  # a HarnessReader's name: "lm-eval", "inspect", "helm", "eee"
     drop: str  # the relative path that identifies the drop: pass every file under it (or the file) to the reader
 
 
-def harness_of(path: str) -> Drop | None:
-    """The reader and the drop of a relative path under the storage root, or None when it is no harness file.
+class HarnessReader(ABC):
+    """One harness's log format: which files under ``incoming/<name>/`` make one drop, and how a drop is read.
 
-    ``incoming/lm-eval/<folder>/**`` → drop ``incoming/lm-eval/<folder>`` (an lm-eval ``--output_path`` folder);
-    ``incoming/inspect/**/<name>.eval`` (or ``.json``) → the file; ``incoming/helm/<folder>/**`` → the folder (one
-    run folder, or a suite folder of run folders); ``incoming/eee/**/<name>_samples.jsonl`` → the file, and the
-    aggregate ``<name>.json`` beside it → the same drop. Hidden names (a part starting with '.', as upload tools
-    write while copying), empty parts, '..' and backslashes give None: such paths are never read.
+    A new format is a subclass in a module of its own plus one line in
+    :data:`~agielo_dagster.domain.harness.registry.READERS`; :func:`~agielo_dagster.domain.harness.harness_of`
+    and :func:`~agielo_dagster.domain.harness.read_drop` find it there.
     """
-    if not isinstance(path, str) or "\\" in path or "\x00" in path:
-        return None
-    parts = path.split("/")
-    if len(parts) < 3 or parts[0] != "incoming" or any(not p or p.startswith(".") for p in parts):
-        return None
-    kind, name = parts[1], parts[-1]
-    if kind in ("lm-eval", "helm"):
-        return Drop(kind, "/".join(parts[:3])) if len(parts) >= 4 else None
-    if kind == "inspect":
-        return Drop("inspect", path) if name.endswith((".eval", ".json")) else None
-    if kind == "eee":
-        if name.endswith("_samples.jsonl") and len(name) > len("_samples.jsonl"):
-            return Drop("eee", path)
-        if name.endswith(".json") and len(name) > len(".json"):
-            return Drop("eee", "/".join([*parts[:-1], name[: -len(".json")] + "_samples.jsonl"]))
-    return None
+
+    name: ClassVar[str]  # the folder under incoming/, and the Drop's harness
+    packages: ClassVar[tuple[tuple[str, str], ...]] = ()  # optional (module, distribution) the reader imports
+
+    @abstractmethod
+    def drop_of(self, parts: Sequence[str]) -> str | None:
+        """The drop of the path ``incoming/<name>/...`` split at '/', or None when the file is none of this harness's.
+
+        ``parts`` has at least three parts, none empty, hidden ('.' first) or with a backslash.
+        """
+
+    @abstractmethod
+    def read(self, paths: Sequence[str], read: Reader, *, max_bytes: int = MAX_LOG_BYTES) -> HarnessResult:
+        """Every file of one drop, read: uploads, one error per bad file, line or sample; never raises for a bad log."""
 
 
-def drops_of(paths: Iterable[str]) -> dict[Drop, list[str]]:
-    """Group a storage listing into drops: each :class:`Drop` with its paths, sorted; other paths are left out."""
-    groups: dict[Drop, list[str]] = {}
-    for path in paths:
-        drop = harness_of(path)
-        if drop is not None:
-            groups.setdefault(drop, []).append(path)
-    return {drop: sorted(group) for drop, group in sorted(groups.items())}
+def folder_drop(parts: Sequence[str]) -> str | None:
+    """``incoming/<name>/<folder>/**`` → ``incoming/<name>/<folder>``: a drop that is one folder (a run, a suite)."""
+    return "/".join(parts[:3]) if len(parts) >= 4 else None
 
 
 def safe_name(original: str) -> str:
@@ -226,7 +218,7 @@ def merge_specs(spec_yamls: Sequence[str]) -> str:
     metrics = {s.metric for s in specs}
     if len(metrics) > 1:
         raise ValueError(f"the uploads name different metric columns: {', '.join(sorted(metrics))}")
-    if any(s.scoring.name == "binary" for s in specs):
+    if any(s.scoring.name not in ("identity", "minmax") for s in specs):
         raise ValueError("merge_specs merges identity and minmax specs only")
     directions = {s.scoring.higher_is_better for s in specs}
     if len(directions) > 1:

@@ -20,8 +20,9 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from ..contract import IngestError
+from ..contract import MAX_LOG_BYTES, IngestError
 from .common import (
+    HarnessReader,
     HarnessResult,
     Reader,
     as_metric,
@@ -35,7 +36,7 @@ from .common import (
     read_bytes,
 )
 
-__all__ = ["read_eee"]
+__all__ = ["Eee", "read_eee"]
 
 HARNESS = "eee"
 _SUFFIX = "_samples.jsonl"
@@ -181,3 +182,20 @@ def _read_samples(data: bytes, path: str, configs: dict[str, dict], aggregate: s
             )
         )
     return uploads
+
+
+class Eee(HarnessReader):
+    """Every Eval Ever: a drop is one ``**/<name>_samples.jsonl``, with the aggregate ``<name>.json`` beside it."""
+
+    name = HARNESS
+
+    def drop_of(self, parts: Sequence[str]) -> str | None:
+        folder, name = list(parts[:-1]), parts[-1]
+        if name.endswith(_SUFFIX) and len(name) > len(_SUFFIX):
+            return "/".join(parts)
+        if name.endswith(".json") and len(name) > len(".json"):
+            return "/".join([*folder, name[: -len(".json")] + _SUFFIX])
+        return None
+
+    def read(self, paths: Sequence[str], read: Reader, *, max_bytes: int = MAX_LOG_BYTES) -> HarnessResult:
+        return read_eee(paths, read)

@@ -22,10 +22,21 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from ..contract import IngestError
-from .common import HarnessResult, Reader, build_upload, check_duplicates, guarded, load_json, quote, read_bytes
+from ..contract import MAX_LOG_BYTES, IngestError
+from .common import (
+    HarnessReader,
+    HarnessResult,
+    Reader,
+    build_upload,
+    check_duplicates,
+    folder_drop,
+    guarded,
+    load_json,
+    quote,
+    read_bytes,
+)
 
-__all__ = ["read_helm"]
+__all__ = ["Helm", "read_helm"]
 
 HARNESS = "helm"
 _PREFERRED = (
@@ -182,3 +193,15 @@ def _stat_values(stats: Any, path: str, index: int, instance: Any) -> tuple[dict
 
 def _mean(xs: list[float]) -> float:
     return sum(xs) / len(xs)
+
+
+class Helm(HarnessReader):
+    """HELM: a drop is one folder under ``incoming/helm/``, a run folder or a suite folder of run folders."""
+
+    name = HARNESS
+
+    def drop_of(self, parts: Sequence[str]) -> str | None:
+        return folder_drop(parts)
+
+    def read(self, paths: Sequence[str], read: Reader, *, max_bytes: int = MAX_LOG_BYTES) -> HarnessResult:
+        return read_helm(paths, read)

@@ -31,9 +31,20 @@ from typing import Any, Literal
 
 from ..contract import MAX_LOG_BYTES, IngestError
 from .archive import check_archive
-from .common import HarnessResult, Reader, as_metric, build_upload, check_duplicates, error, guarded, quote, read_bytes
+from .common import (
+    HarnessReader,
+    HarnessResult,
+    Reader,
+    as_metric,
+    build_upload,
+    check_duplicates,
+    error,
+    guarded,
+    quote,
+    read_bytes,
+)
 
-__all__ = ["read_inspect", "score_value"]
+__all__ = ["Inspect", "read_inspect", "score_value"]
 
 HARNESS = "inspect"
 _LETTERS = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
@@ -209,3 +220,17 @@ def _sample_error(path: str, member: str, exc: Exception, raw: bytes) -> IngestE
     if loc == ("id",) and item.get("type") == "missing":
         return error(path, "sample_id_missing", f"sample {member} (epoch {epoch}) has no id")
     return error(path, "inspect_sample_invalid", f"sample {member} is invalid at {'.'.join(map(str, loc))}: {item.get('msg')}")
+
+
+class Inspect(HarnessReader):
+    """Inspect AI: a drop is one log, ``incoming/inspect/**/<name>.eval`` (or ``.json``)."""
+
+    name = HARNESS
+    packages = (("inspect_ai", "inspect-ai"),)
+
+    def drop_of(self, parts: Sequence[str]) -> str | None:
+        return "/".join(parts) if parts[-1].endswith((".eval", ".json")) else None
+
+    def read(self, paths: Sequence[str], read: Reader, *, max_bytes: int = MAX_LOG_BYTES) -> HarnessResult:
+        # the only archives: the limit applies to their members' uncompressed sizes too
+        return read_inspect(list(paths), read, max_bytes=max_bytes)

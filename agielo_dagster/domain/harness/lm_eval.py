@@ -25,14 +25,16 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from ..contract import IngestError
+from ..contract import MAX_LOG_BYTES, IngestError
 from .common import (
+    HarnessReader,
     HarnessResult,
     Reader,
     as_metric,
     build_upload,
     check_duplicates,
     error,
+    folder_drop,
     guarded,
     jsonl_records,
     load_json,
@@ -40,7 +42,7 @@ from .common import (
     read_bytes,
 )
 
-__all__ = ["read_lm_eval"]
+__all__ = ["LmEval", "read_lm_eval"]
 
 HARNESS = "lm-eval"
 _SAMPLES = re.compile(r"^samples_(?P<task>.+)_(?P<ts>\d{4}-\d{2}-\d{2}T[0-9.-]+)\.jsonl$")
@@ -250,3 +252,15 @@ def _choose_metrics(obj: dict, path: str, record: int, line: int, task: str, fil
             line=line,
         )
     return numeric
+
+
+class LmEval(HarnessReader):
+    """lm-evaluation-harness: a drop is one ``--output_path`` folder, ``incoming/lm-eval/<folder>/``."""
+
+    name = HARNESS
+
+    def drop_of(self, parts: Sequence[str]) -> str | None:
+        return folder_drop(parts)
+
+    def read(self, paths: Sequence[str], read: Reader, *, max_bytes: int = MAX_LOG_BYTES) -> HarnessResult:
+        return read_lm_eval(paths, read)
