@@ -41,7 +41,15 @@ class Block:
 
     @property
     def is_command(self) -> bool:
-        return self.lang in COMMANDS
+        return self.lang in COMMANDS and self.sketch is None
+
+    @property
+    def sketch(self) -> str | None:
+        """What a sketch of source files stands for (a recipe's shape, run elsewhere), None when not a sketch."""
+        for mark in self.marks:
+            if mark.startswith("sketch"):
+                return mark.removeprefix("sketch").lstrip(":").strip()
+        return None
 
     @property
     def no_run(self) -> str | None:

@@ -35,6 +35,9 @@ def test_every_block_says_what_it_is():
     problems += [f"{b.id}: first line states no working directory" for b in BLOCKS if b.is_command and not b.where]
     problems += [f"{b.id}: no-run without a reason" for b in BLOCKS if b.no_run == ""]
     problems += [f"{b.id}: no-run on data" for b in BLOCKS if not b.is_command and b.no_run is not None]
+    problems += [
+        f"{b.id}: a sketch that names no test running it" for b in BLOCKS if b.sketch is not None and "tests/" not in b.sketch
+    ]
     assert not problems, "\n".join(problems)
 
 
