@@ -40,6 +40,7 @@ from .domain.lineage import CODE_VERSION
 from .domain.standing import headline, status_counts, unusual_agents
 from .domain.status import benchmark_state, present_benchmarks
 from .domain.store import StorageError, Store, default_root
+from .outputs import benchmark_outputs
 from .planning import plan_runs, state_key
 from .rating.standing import top_tier
 from .resources.storage import ObjectStorage
@@ -122,7 +123,8 @@ def run_pipeline(
         )
         if not result.success:
             summary.failed_runs.append(f"harness logs: {_first_error(result)}")
-    plan = plan_runs(store, instance)
+    outputs = benchmark_outputs(defs.resolve_asset_graph())
+    plan = plan_runs(store, instance, outputs)
     if plan.new_partitions:
         instance.add_dynamic_partitions(benchmark_partitions.name, plan.new_partitions)
     job = defs.resolve_job_def("rate_benchmarks")
@@ -139,7 +141,7 @@ def run_pipeline(
         summary.uploads_ingested += int(ledger.get("validated_in_this_run", 0))
         if _materialized(result, "benchmark_reports") is not None:
             summary.benchmarks_rated.append(benchmark)
-        elif result.success and not benchmark_state(store, benchmark, CODE_VERSION).accepted:
+        elif result.success and not benchmark_state(store, benchmark, outputs, CODE_VERSION).accepted:
             summary.withdrawn.append(benchmark)
     judgment_sets = stale_judgment_sets(store)  # new or changed judgments/<set>.csv: read, ranked or rejected
     if judgment_sets:
@@ -159,7 +161,7 @@ def run_pipeline(
             if not result.success:
                 summary.failed_runs.append(f"judgments {name}: {_first_error(result)}")
     # what the runs changed: vanished benchmarks, rejections
-    after = plan_runs(store, instance) if to_run or judgment_sets else plan
+    after = plan_runs(store, instance, outputs) if to_run or judgment_sets else plan
     for benchmark in after.vanished:
         instance.delete_dynamic_partition(benchmark_partitions.name, benchmark)
     if after.quarantine_stale:

@@ -14,7 +14,16 @@ from .assets.partitions import benchmark_partitions
 from .domain.incoming import incoming_reason
 from .domain.layout import warehouse_path
 from .domain.lineage import CODE_VERSION
-from .domain.status import DIGEST_KEY, BenchmarkState, RawTopLevel, benchmark_state, known_benchmarks, quarantine_digest, scan_raw
+from .domain.status import (
+    DIGEST_KEY,
+    BenchmarkOutputs,
+    BenchmarkState,
+    RawTopLevel,
+    benchmark_state,
+    known_benchmarks,
+    quarantine_digest,
+    scan_raw,
+)
 from .domain.store import Store
 from .runs import BENCHMARK_TAG, STATE_TAG, WAITING
 
@@ -41,11 +50,11 @@ def state_key(state: BenchmarkState) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def plan_runs(store: Store, instance: dg.DagsterInstance) -> Plan:
+def plan_runs(store: Store, instance: dg.DagsterInstance, outputs: BenchmarkOutputs) -> Plan:
     incoming = incoming_reason(store)
     raw = scan_raw(store)
     partitions = set(instance.get_dynamic_partitions(benchmark_partitions.name))
-    states = {b: benchmark_state(store, b, CODE_VERSION, raw) for b in known_benchmarks(store, raw)}
+    states = {b: benchmark_state(store, b, outputs, CODE_VERSION, raw) for b in known_benchmarks(store, raw)}
     plan = Plan(raw, states, incoming=incoming)
     plan.vanished = sorted(p for p in partitions if p not in states or states[p].vanished)
     for benchmark, state in states.items():

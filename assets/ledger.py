@@ -15,12 +15,13 @@ clean run of one benchmark while another still has rejections.
 import dagster as dg
 from agielo_dagster.resources.storage import ObjectStorage
 
-from agielo_dagster.domain.layout import ledger_path, warehouse_path
+from agielo_dagster.domain.layout import ledger_path
 from agielo_dagster.domain.ledger import Ledger, read_ledger, refresh_ledger
 from agielo_dagster.domain.lineage import CODE_VERSION, INGEST_VERSION
 from agielo_dagster.domain.quality import failed_expectations
 from agielo_dagster.domain.readers import read_upload
-from agielo_dagster.domain.status import DIGEST_KEY, FINAL_OUTPUT, present_benchmarks, withdraw
+from agielo_dagster.domain.status import present_benchmarks, rated_digest, withdraw
+from agielo_dagster.outputs import benchmark_outputs
 from agielo_dagster.runs import claim_benchmark
 
 from .common import OWNERS, TAGS, retried_on_storage_errors
@@ -83,22 +84,23 @@ UPLOADS_CHECK = "uploads_accepted"
 def upload_ledger(context: dg.AssetExecutionContext, config: LedgerConfig, storage: ObjectStorage):
     benchmark = context.partition_key
     store = storage.store
+    outputs = benchmark_outputs(context.job_def.asset_layer.asset_graph)
     with retried_on_storage_errors(context):
         claim_benchmark(context, benchmark)
         for path in store.remove_temporaries("warehouse"):
             context.log.info(f"removed a leftover temporary file {path}")
         if benchmark not in present_benchmarks(store):
-            removed = withdraw(store, benchmark, everything=True)
+            removed = withdraw(store, benchmark, outputs, everything=True)
             context.log.info(f"{benchmark} has no inputs left: withdrew {len(removed)} output file(s)")
             yield uploads_check(store, benchmark)
             return
         update = refresh_ledger(store, benchmark, read_upload=read_upload, quality_suite=failed_expectations)
         ledger = update.ledger
         digest = ledger.inputs_digest(CODE_VERSION)
-        rated = (store.parquet_metadata(warehouse_path(FINAL_OUTPUT, benchmark)) or {}).get(DIGEST_KEY)
+        rated = rated_digest(store, benchmark, outputs)
         withdrawn = []
         if not ledger.accepted:
-            withdrawn = withdraw(store, benchmark)
+            withdrawn = withdraw(store, benchmark, outputs)
         for row in update.changed[:LOGGED_ROWS]:  # each log line is an event in the instance: a few, then a count
             level = context.log.info if row["status"] in ("accepted", "removed") else context.log.warning
             level(f"{row['status']} {row['message'] or row['path']}")

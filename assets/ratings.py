@@ -12,7 +12,7 @@ from agielo_dagster.domain.lineage import CODE_VERSION
 from agielo_dagster.domain.status import DIGEST_KEY
 from agielo_dagster.rating.predict import competency_gaps
 
-from .common import benchmark_output, digest_of, frame_table, retried_on_storage_errors
+from .common import benchmark_asset, benchmark_output, digest_of, frame_table, retried_on_storage_errors
 from .partitions import benchmark_partitions
 
 ENGINE_COLUMNS = ["test_case_id", "agent_id", "metric", "score"]
@@ -238,21 +238,17 @@ def _placed_partial_uploads(joint: pa.Table, test_cases: pa.Table, partial: pa.T
 
 
 @dg.asset(
-    partitions_def=benchmark_partitions,
     ins={
         "test_case_ratings": dg.AssetIn(metadata={"columns": ["test_case_id", "mu", "component"]}),
         "agent_ratings": dg.AssetIn(),
         "input_manifests": dg.AssetIn(),
     },
-    io_manager_key="warehouse_io_manager",
-    group_name="ratings",
-    code_version=CODE_VERSION,
-    kinds={"parquet"},
-    owners=["team:evaluation"],
-    description="Each agent's gap to an oracle that solves every test case (50/90/99% confidence), the share of test "
-    "cases it beats, its rank range and status (as in agent_ratings: main-component agents first, measured against the "
-    "main component's test cases; disconnected ones against their own; unplaced ones without a gap), and the lineage of "
-    "the row: its upload, the benchmark's inputs digest and the code version.",
+    **benchmark_asset(
+        "Each agent's gap to an oracle that solves every test case (50/90/99% confidence), the share of test "
+        "cases it beats, its rank range and status (as in agent_ratings: main-component agents first, measured against the "
+        "main component's test cases; disconnected ones against their own; unplaced ones without a gap), and the lineage of "
+        "the row: its upload, the benchmark's inputs digest and the code version."
+    ),
 )
 def competency_gap_tables(
     context: dg.AssetExecutionContext,

@@ -18,15 +18,13 @@ from agielo_dagster.domain.ledger import read_ledger
 from agielo_dagster.domain.lineage import CODE_VERSION
 from agielo_dagster.domain.matches import test_case_metadata
 
-from .common import OWNERS, TAGS, digest_of, frame_table, retried_on_storage_errors
-from .partitions import benchmark_partitions
+from .common import benchmark_asset, digest_of, frame_table, retried_on_storage_errors
 from .ratings import ENGINE_COLUMNS
 
 HARDEST_SHOWN = 10
 
 
 @dg.asset(
-    partitions_def=benchmark_partitions,
     ins={
         # what the figures, the report and the explorer show: not the rating histories (two columns per level)
         "test_case_ratings": dg.AssetIn(
@@ -42,14 +40,12 @@ HARDEST_SHOWN = 10
         "slice_ratings": dg.AssetIn(),
         "ability_masses": dg.AssetIn(),
     },
-    io_manager_key="warehouse_io_manager",
-    group_name="reports",
-    code_version=CODE_VERSION,
-    kinds={"parquet", "html"},
-    owners=OWNERS,
-    tags=TAGS,
-    description="The benchmark's figures (rating distribution, reliability, agent trajectories, calibration, competency "
-    "gap) and its static HTML report; one row per artifact with its path, size and hash.",
+    **benchmark_asset(
+        "The benchmark's figures (rating distribution, reliability, agent trajectories, calibration, competency "
+        "gap) and its static HTML report; one row per artifact with its path, size and hash.",
+        "reports",
+        kinds=("parquet", "html"),
+    ),
 )
 def benchmark_reports(
     context: dg.AssetExecutionContext,

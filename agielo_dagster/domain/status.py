@@ -4,12 +4,12 @@ A benchmark is **stale** exactly when
 
 - its raw folder no longer matches its ledger (a file is new, changed or gone, ``benchmark.yaml``
   changed, or the ingest code changed), or
-- it has accepted uploads and the digest recorded in its last output differs from the ledger's
+- it has accepted uploads and the digest recorded in its final outputs differs from the ledger's
   inputs digest (accepted uploads' versions, ``benchmark.yaml``'s version, code version), or
 - it has no accepted upload left but still has outputs (they must be withdrawn).
 
 The sensor, the CLI and the runs themselves ask this through :func:`benchmark_state`. Nothing is
-read but listings, the ledger, the fingerprint cache and one parquet footer; no upload is read or
+read but listings, the ledger, the fingerprint cache and the final outputs' parquet footers (one today); no upload is read or
 hashed (a local file whose fingerprint is not in the cache counts as changed).
 """
 
@@ -38,9 +38,8 @@ from .lineage import INGEST_VERSION
 from .store import StorageError, Store
 
 __all__ = [
-    "BENCHMARK_OUTPUTS",
     "DIGEST_KEY",
-    "FINAL_OUTPUT",
+    "BenchmarkOutputs",
     "BenchmarkState",
     "benchmark_state",
     "RawTopLevel",
@@ -50,22 +49,25 @@ __all__ = [
     "scan_raw",
 ]
 
-# every per-benchmark output, in the order a run writes them; the last one is written last
-BENCHMARK_OUTPUTS = (
-    "match_tables",
-    "provisional_matches",
-    "input_manifests",
-    "rating_snapshots",
-    "test_case_ratings",
-    "agent_ratings",
-    "reliability_reports",
-    "competency_gap_tables",
-    "test_case_tags",
-    "slice_ratings",
-    "ability_masses",
-    "benchmark_reports",
-)
-FINAL_OUTPUT = BENCHMARK_OUTPUTS[-1]
+
+@dataclass(frozen=True)
+class BenchmarkOutputs:
+    """A benchmark's outputs, as the layer that declares them names them (the domain names none).
+
+    ``rated``: what every rating run writes, in an order a run writes them; ``finals``: those of them
+    written after all the others they depend on (each records the inputs digest, so a benchmark is
+    current only when every final output is); ``other``: what nightly and on-demand runs write.
+    """
+
+    rated: tuple[str, ...]
+    finals: tuple[str, ...]
+    other: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        if not self.rated or not set(self.finals) <= set(self.rated) or not self.finals:
+            raise ValueError(f"final outputs {self.finals} must be among the rated ones {self.rated}")
+
+
 DIGEST_KEY = "agielo.inputs_digest"
 SMALL_FILE_BYTES = 64 * 1024
 
@@ -182,18 +184,19 @@ def _ingest_reason(store: Store, benchmark: str, ledger: Ledger | None, raw_pres
     return ""
 
 
-def benchmark_state(store: Store, benchmark: str, code_version: str, raw: RawTopLevel | None = None) -> BenchmarkState:
-    """Where a benchmark stands (see the module docstring)."""
+def benchmark_state(
+    store: Store, benchmark: str, outputs: BenchmarkOutputs, code_version: str, raw: RawTopLevel | None = None
+) -> BenchmarkState:
+    """Where a benchmark stands (see the module docstring); ``outputs`` name what its runs write."""
     raw_present = benchmark in present_benchmarks(store, raw)
     ledger = read_ledger(store, benchmark)
     listing = input_files(store, benchmark) if raw_present else []
     ingest_reason = _ingest_reason(store, benchmark, ledger, raw_present, listing)
     seen = hashlib.sha256("\n".join(f"{f.path}\0{f.fingerprint}" for f in listing).encode()).hexdigest()[:16]
-    meta = store.parquet_metadata(warehouse_path(FINAL_OUTPUT, benchmark))
-    rated = (meta or {}).get(DIGEST_KEY)
+    rated = rated_digest(store, benchmark, outputs)
     accepted = len(ledger.accepted) if ledger else 0
     digest = ledger.inputs_digest(code_version) if ledger else None
-    outputs_present = meta is not None or store.exists(warehouse_path("match_tables", benchmark))
+    outputs_present = rated is not None or store.exists(warehouse_path(outputs.rated[0], benchmark))
     if ingest_reason:
         reason = ingest_reason
     elif accepted and rated != digest:
@@ -203,6 +206,18 @@ def benchmark_state(store: Store, benchmark: str, code_version: str, raw: RawTop
     else:
         reason = ""
     return BenchmarkState(benchmark, raw_present, bool(ingest_reason), accepted, digest, rated, outputs_present, reason, seen)
+
+
+def rated_digest(store: Store, benchmark: str, outputs: BenchmarkOutputs) -> str | None:
+    """The inputs digest every final output records; None when one is missing, '' when they disagree
+    (an interrupted run: stale either way)."""
+    digests = set()
+    for name in outputs.finals:
+        meta = store.parquet_metadata(warehouse_path(name, benchmark))
+        if meta is None:
+            return None
+        digests.add(meta.get(DIGEST_KEY, ""))
+    return digests.pop() if len(digests) == 1 else ""
 
 
 def quarantine_digest(store: Store, raw: RawTopLevel) -> str:
@@ -219,17 +234,14 @@ def quarantine_digest(store: Store, raw: RawTopLevel) -> str:
     return "sha256:" + digest.hexdigest()[:16]
 
 
-NIGHTLY_OUTPUTS = ("estimator_comparison", "rating_uncertainty", "reliability_heldout")
-ON_DEMAND_OUTPUTS = ("placement_plans",)
-
-
-def withdraw(store: Store, benchmark: str, *, everything: bool = False) -> list[str]:
-    """Remove a benchmark's outputs (the final one first, so an interrupted withdrawal still reads as stale).
+def withdraw(store: Store, benchmark: str, outputs: BenchmarkOutputs, *, everything: bool = False) -> list[str]:
+    """Remove a benchmark's outputs (the final ones first, so an interrupted withdrawal still reads as stale).
 
     With ``everything`` (its raw folder is gone) the ledger, the fingerprint cache and the accepted
     uploads go too, the ledger last. Returns the removed paths.
     """
-    paths = [warehouse_path(a, benchmark) for a in (*reversed(BENCHMARK_OUTPUTS), *NIGHTLY_OUTPUTS, *ON_DEMAND_OUTPUTS)]
+    names = [*outputs.finals, *(n for n in reversed(outputs.rated) if n not in outputs.finals), *outputs.other]
+    paths = [warehouse_path(n, benchmark) for n in names]
     paths += [f"{figures_folder(benchmark)}/{n}" for n in store.list_dir(figures_folder(benchmark))]
     paths += [report_path(benchmark), explorer_path(benchmark)]
     if everything:

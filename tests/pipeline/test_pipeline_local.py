@@ -8,10 +8,9 @@ import pandas as pd
 import pytest
 
 from agielo_dagster.domain.lineage import CODE_VERSION
-from agielo_dagster.domain.status import BENCHMARK_OUTPUTS
 from agielo_dagster.schedules import nightly_rerate
 
-from .conftest import write_benchmark, write_log
+from .conftest import BENCHMARK_OUTPUTS, write_benchmark, write_log
 
 
 def read(root, asset, benchmark):
