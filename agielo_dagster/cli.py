@@ -36,12 +36,12 @@ from .definitions import build_definitions
 from .domain.incoming import incoming_reason
 from .domain.judgments import stale_judgment_sets
 from .domain.layout import warehouse_path
-from .domain.lineage import CODE_VERSION
+from .domain.lineage import RATING_VERSION
 from .domain.standing import headline, status_counts, unusual_agents
 from .domain.status import benchmark_state, present_benchmarks
 from .domain.store import StorageError, Store, default_root
 from .outputs import benchmark_outputs
-from .planning import plan_runs, state_key
+from .planning import plan_runs, run_selection, state_key
 from .rating.standing import top_tier
 from .resources.storage import ObjectStorage
 from .runs import BENCHMARK_TAG, STATE_TAG, TRIGGER_TAG, fail_orphaned_runs, process_tags
@@ -133,7 +133,12 @@ def run_pipeline(
     for benchmark in to_run:
         tags = {BENCHMARK_TAG: benchmark, TRIGGER_TAG: "cli", STATE_TAG: state_key(plan.states[benchmark]), **process_tags()}
         result = job.execute_in_process(
-            run_config=_quiet(log_level), instance=instance, partition_key=benchmark, tags=tags, raise_on_error=False
+            run_config=_quiet(log_level),
+            instance=instance,
+            partition_key=benchmark,
+            tags=tags,
+            raise_on_error=False,
+            asset_selection=run_selection(plan.states[benchmark]),
         )
         if not result.success:
             summary.failed_runs.append(f"rate {benchmark}: {_first_error(result)}")
@@ -141,7 +146,7 @@ def run_pipeline(
         summary.uploads_ingested += int(ledger.get("validated_in_this_run", 0))
         if _materialized(result, "benchmark_reports") is not None:
             summary.benchmarks_rated.append(benchmark)
-        elif result.success and not benchmark_state(store, benchmark, outputs, CODE_VERSION).accepted:
+        elif result.success and not benchmark_state(store, benchmark, outputs, RATING_VERSION).accepted:
             summary.withdrawn.append(benchmark)
     judgment_sets = stale_judgment_sets(store)  # new or changed judgments/<set>.csv: read, ranked or rejected
     if judgment_sets:

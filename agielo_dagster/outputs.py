@@ -16,11 +16,14 @@ def benchmark_outputs(graph) -> BenchmarkOutputs:
     """The per-benchmark outputs of an asset graph (``defs.resolve_asset_graph()``, or a job's: then of the
     definitions the job was built from).
 
-    ``rated`` in topological order; ``finals`` the rated outputs no other rated output depends on.
+    ``rated`` in topological order; ``finals`` the rated outputs no other rated output depends on; the
+    code version each is declared with (its concern's: ``agielo_dagster.domain.lineage``).
     """
     graph = getattr(graph, "source_asset_graph", graph)  # a job's graph holds only the job's assets
     tagged = [k for k in graph.toposorted_asset_keys if RUN_TAG in graph.get(k).tags]
     rated = [k for k in tagged if graph.get(k).tags[RUN_TAG] == "rating"]
     finals = [k for k in rated if not set(graph.get(k).child_keys) & set(rated)]
     name = dg.AssetKey.to_user_string
-    return BenchmarkOutputs(tuple(map(name, rated)), tuple(map(name, finals)), tuple(name(k) for k in tagged if k not in rated))
+    versions = tuple((name(k), graph.get(k).code_version) for k in tagged if graph.get(k).code_version)
+    other = tuple(name(k) for k in tagged if k not in rated)
+    return BenchmarkOutputs(tuple(map(name, rated)), tuple(map(name, finals)), other, versions)

@@ -17,7 +17,7 @@ from .assets.partitions import benchmark_partitions
 from .domain.judgments import judgment_sets
 from .jobs import convert_incoming, rank_judgments, rate_benchmarks, report_quarantine
 from .outputs import benchmark_outputs
-from .planning import plan_runs, state_key
+from .planning import plan_runs, run_selection, state_key
 from .resources.storage import ObjectStorage
 from .runs import BENCHMARK_TAG, STATE_TAG, TRIGGER_TAG, WAITING, fail_orphaned_runs
 
@@ -43,6 +43,7 @@ def benchmarks_sensor(context: dg.SensorEvaluationContext, storage: ObjectStorag
             job_name=rate_benchmarks.name,
             partition_key=b,
             tags={BENCHMARK_TAG: b, TRIGGER_TAG: "sensor", STATE_TAG: state_key(plan.states[b])},
+            asset_selection=run_selection(plan.states[b]),
         )
         for b in plan.to_rate
     ]

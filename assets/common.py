@@ -10,7 +10,7 @@ from contextlib import contextmanager
 import dagster as dg
 import pandas as pd
 
-from agielo_dagster.domain.lineage import CODE_VERSION
+from agielo_dagster.domain.lineage import RATING_VERSION
 from agielo_dagster.domain.store import StorageError
 
 from .partitions import benchmark_partitions
@@ -26,7 +26,7 @@ SHOWN_ROWS = 20
 
 
 def declared(
-    description: str, group: str, *, code_version: str | None = CODE_VERSION, kinds=("parquet",), tags: dict | None = None
+    description: str, group: str, *, code_version: str | None = RATING_VERSION, kinds=("parquet",), tags: dict | None = None
 ) -> dict:
     """The settings every asset in the warehouse shares (for ``dg.asset`` and ``dg.AssetOut`` alike)."""
     return dict(

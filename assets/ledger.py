@@ -17,10 +17,10 @@ from agielo_dagster.resources.storage import ObjectStorage
 
 from agielo_dagster.domain.layout import ledger_path
 from agielo_dagster.domain.ledger import Ledger, read_ledger, refresh_ledger
-from agielo_dagster.domain.lineage import CODE_VERSION, INGEST_VERSION
+from agielo_dagster.domain.lineage import INGEST_VERSION, RATING_VERSION
 from agielo_dagster.domain.quality import failed_expectations
 from agielo_dagster.domain.readers import read_upload
-from agielo_dagster.domain.status import present_benchmarks, rated_digest, withdraw
+from agielo_dagster.domain.status import final_footers, present_benchmarks, rated_digest, withdraw
 from agielo_dagster.outputs import benchmark_outputs
 from agielo_dagster.runs import claim_benchmark
 
@@ -96,8 +96,8 @@ def upload_ledger(context: dg.AssetExecutionContext, config: LedgerConfig, stora
             return
         update = refresh_ledger(store, benchmark, read_upload=read_upload, quality_suite=failed_expectations)
         ledger = update.ledger
-        digest = ledger.inputs_digest(CODE_VERSION)
-        rated = rated_digest(store, benchmark, outputs)
+        digest = ledger.inputs_digest(RATING_VERSION)
+        rated = rated_digest(final_footers(store, benchmark, outputs))
         withdrawn = []
         if not ledger.accepted:
             withdrawn = withdraw(store, benchmark, outputs)
@@ -129,7 +129,7 @@ def _metadata(store, ledger: Ledger, update, digest: str, withdrawn: bool) -> di
         "rejected_and_refused": uploads_table(problems),
         "inputs_digest": digest,
         "withdrawn": withdrawn,
-        "code_version": CODE_VERSION,
+        "code_version": RATING_VERSION,
     }
 
 

@@ -8,7 +8,7 @@ from agielo_dagster.resources.storage import ObjectStorage
 
 from agielo_dagster.domain.layout import warehouse_path
 from agielo_dagster.domain.ledger import read_ledger
-from agielo_dagster.domain.lineage import CODE_VERSION
+from agielo_dagster.domain.lineage import RATING_VERSION
 from agielo_dagster.domain.status import DIGEST_KEY
 from agielo_dagster.rating.predict import competency_gaps
 
@@ -67,7 +67,7 @@ def ratings(context: dg.AssetExecutionContext, storage: ObjectStorage):
         "inputs_digest": digest,
         "seed": SEED,
         "orders": DEFAULT_SHUFFLES,
-        "code_version": CODE_VERSION,
+        "code_version": RATING_VERSION,
         "matches": result.n_matches,
         "components": result.n_components,
     }
@@ -266,7 +266,7 @@ def competency_gap_tables(
     sources = input_manifests.to_pandas()[["agent_id", "source_path", "source_version"]]
     gaps = gaps.merge(sources, on="agent_id", how="left", validate="one_to_one")
     gaps["inputs_digest"] = digest
-    gaps["code_version"] = CODE_VERSION
+    gaps["code_version"] = RATING_VERSION
     range_metadata = {}
     if scoring is not None:  # what graded gaps rest on: the declared metric range (issue 22, item 4)
         range_metadata = stated_range(context, storage, benchmark, scoring, gaps)
@@ -274,7 +274,7 @@ def competency_gap_tables(
         gaps,
         metadata={
             "inputs_digest": digest,
-            "code_version": CODE_VERSION,
+            "code_version": RATING_VERSION,
             "top_agents_with_gaps": frame_table(
                 gaps, ["agent_id", "rating", "gap_50", "gap_90", "gap_99", "pct_beaten_50", "status"]
             ),

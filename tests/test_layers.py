@@ -145,4 +145,14 @@ def test_code_version_changes_when_any_engine_file_changes(tmp_path):
         seen.add(digest)
         path.write_bytes(original)
     assert lineage.source_digest(files()) == base
-    assert lineage.CODE_VERSION.split("+")[1] != lineage.INGEST_VERSION.split("+")[1]
+    assert lineage.RATING_VERSION.split("+")[1] != lineage.INGEST_VERSION.split("+")[1]
+
+
+def test_presentation_has_its_own_code_version():
+    """Figures, the report and the explorer are hashed apart from the rating concern: changing them re-rates nothing."""
+    presentation = set(lineage.source_files(lineage.PRESENTATION_SOURCES))
+    names = {p.name for p in presentation}
+    assert {"figures.py", "report.py", "reports.py"} <= names and any(n.startswith("explorer") for n in names)
+    assert not presentation & set(lineage.rating_files())
+    assert presentation | set(lineage.rating_files()) == set(lineage.source_files(lineage.OUTPUT_SOURCES))
+    assert lineage.PRESENTATION_VERSION != lineage.RATING_VERSION

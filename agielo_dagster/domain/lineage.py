@@ -1,12 +1,17 @@
 """Code versions and input digests: what every output records about where it came from.
 
-``CODE_VERSION`` is the package version plus a hash of every module whose code can change an
-output: the engine (``agielo_dagster.rating``, recursively), the domain (contract, readers,
-ledger, figures, reports) and the Dagster layer's assets and warehouse IO manager. Modules that
-only decide *when* work runs (sensors, schedules, jobs, the CLI, storage access) are left out, so
-changing them re-rates nothing. ``INGEST_VERSION`` covers the modules that decide whether an upload
-is accepted and how it is normalized: a change there re-validates every upload.
+One code version per concern, so that a change re-runs only what it can change:
 
+- ``INGEST_VERSION``: the modules that decide whether an upload is accepted and how it is
+  normalized; a change there re-validates every upload (and so re-rates).
+- ``PRESENTATION_VERSION``: figures, the report and the explorer, and the asset that renders them;
+  a change there re-renders the reports and re-rates nothing.
+- ``RATING_VERSION``: every other module whose code can change an output: the engine
+  (``agielo_dagster.rating``, recursively), the rest of the domain, the assets and the warehouse IO
+  manager; a change there re-rates. It is part of every benchmark's inputs digest.
+
+Each is the package version plus a hash of its files. Modules that only decide *when* work runs
+(sensors, schedules, jobs, the CLI, storage access) are in none, so changing them re-runs nothing.
 Files are located with ``importlib.util.find_spec``, which imports no Dagster code.
 """
 
@@ -19,12 +24,18 @@ from pathlib import Path
 
 from .. import __version__
 
-# modules and packages (recursively) whose source can change outputs
+# modules and packages (recursively) whose source can change outputs: the rating concern, less presentation
 OUTPUT_SOURCES: tuple[str, ...] = (
     "agielo_dagster.rating",
     "agielo_dagster.domain",
     "agielo_dagster.assets",
     "agielo_dagster.resources.warehouse",
+)
+PRESENTATION_SOURCES: tuple[str, ...] = (
+    "agielo_dagster.domain.figures",
+    "agielo_dagster.domain.report",
+    "agielo_dagster.domain.explorer",
+    "agielo_dagster.assets.reports",
 )
 INGEST_SOURCES: tuple[str, ...] = (
     "agielo_dagster.domain.contract",
@@ -35,8 +46,11 @@ INGEST_SOURCES: tuple[str, ...] = (
 )
 
 
+SOURCE_SUFFIXES = (".py", ".html", ".css", ".js")  # code, and the templates a package may carry
+
+
 def source_files(modules: Iterable[str]) -> list[Path]:
-    """The ``.py`` files of modules and packages (packages recursively), sorted, without importing them."""
+    """The source files of modules and packages (packages recursively), sorted, without importing them."""
     files: set[Path] = set()
     for name in modules:
         spec = importlib.util.find_spec(name)
@@ -44,7 +58,7 @@ def source_files(modules: Iterable[str]) -> list[Path]:
             continue  # a module planned but not (yet) present
         if spec.submodule_search_locations:
             for folder in spec.submodule_search_locations:
-                files.update(p for p in Path(folder).rglob("*.py") if "__pycache__" not in p.parts)
+                files.update(p for p in Path(folder).rglob("*") if p.suffix in SOURCE_SUFFIXES and "__pycache__" not in p.parts)
         elif spec.origin and spec.origin.endswith(".py"):
             files.add(Path(spec.origin))
     return sorted(files)
@@ -69,7 +83,13 @@ def _label(path: Path) -> str:
     return path.name
 
 
-CODE_VERSION = f"{__version__}+{source_digest(source_files(OUTPUT_SOURCES))}"
+def rating_files() -> list[Path]:
+    presentation = set(source_files(PRESENTATION_SOURCES))
+    return [p for p in source_files(OUTPUT_SOURCES) if p not in presentation]
+
+
+RATING_VERSION = f"{__version__}+{source_digest(rating_files())}"
+PRESENTATION_VERSION = f"{__version__}+{source_digest(source_files(PRESENTATION_SOURCES))}"
 INGEST_VERSION = f"{__version__}+{source_digest(source_files(INGEST_SOURCES))}"
 
 

@@ -6,11 +6,15 @@ A benchmark is **stale** exactly when
   changed, or the ingest code changed), or
 - it has accepted uploads and the digest recorded in its final outputs differs from the ledger's
   inputs digest (accepted uploads' versions, ``benchmark.yaml``'s version, code version), or
-- it has no accepted upload left but still has outputs (they must be withdrawn).
+- it has no accepted upload left but still has outputs (they must be withdrawn), or
+- its inputs digest is current but a final output was made by other code than it is now declared
+  with (its own concern's code version, e.g. the report's presentation): then only those outputs
+  are redone (``BenchmarkState.redo``); nothing is re-rated.
 
 The sensor, the CLI and the runs themselves ask this through :func:`benchmark_state`. Nothing is
-read but listings, the ledger, the fingerprint cache and the final outputs' parquet footers (one today); no upload is read or
-hashed (a local file whose fingerprint is not in the cache counts as changed).
+read but listings, the ledger, the fingerprint cache and the final outputs' parquet footers (one
+today); no upload is read or hashed (a local file whose fingerprint is not in the cache counts as
+changed).
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from .lineage import INGEST_VERSION
 from .store import StorageError, Store
 
 __all__ = [
+    "CODE_KEY",
     "DIGEST_KEY",
     "BenchmarkOutputs",
     "BenchmarkState",
@@ -62,6 +67,10 @@ class BenchmarkOutputs:
     rated: tuple[str, ...]
     finals: tuple[str, ...]
     other: tuple[str, ...] = ()
+    code_versions: tuple[tuple[str, str], ...] = ()  # (output, the code version it is declared with)
+
+    def code_version(self, name: str) -> str | None:
+        return dict(self.code_versions).get(name)
 
     def __post_init__(self):
         if not self.rated or not set(self.finals) <= set(self.rated) or not self.finals:
@@ -69,6 +78,7 @@ class BenchmarkOutputs:
 
 
 DIGEST_KEY = "agielo.inputs_digest"
+CODE_KEY = "agielo.code_version"
 SMALL_FILE_BYTES = 64 * 1024
 
 
@@ -83,6 +93,7 @@ class BenchmarkState:
     outputs_present: bool
     reason: str  # why it is stale ('' when current)
     listing_digest: str = ""  # fingerprints of the raw folder: which state of the files this is
+    redo: tuple[str, ...] = ()  # when stale and not empty: only these outputs' code changed, a run of them suffices
 
     @property
     def stale(self) -> bool:
@@ -193,7 +204,8 @@ def benchmark_state(
     listing = input_files(store, benchmark) if raw_present else []
     ingest_reason = _ingest_reason(store, benchmark, ledger, raw_present, listing)
     seen = hashlib.sha256("\n".join(f"{f.path}\0{f.fingerprint}" for f in listing).encode()).hexdigest()[:16]
-    rated = rated_digest(store, benchmark, outputs)
+    footers = final_footers(store, benchmark, outputs)
+    rated = rated_digest(footers)
     accepted = len(ledger.accepted) if ledger else 0
     digest = ledger.inputs_digest(code_version) if ledger else None
     outputs_present = rated is not None or store.exists(warehouse_path(outputs.rated[0], benchmark))
@@ -205,19 +217,31 @@ def benchmark_state(
         reason = "no accepted upload left: outputs must be withdrawn"
     else:
         reason = ""
-    return BenchmarkState(benchmark, raw_present, bool(ingest_reason), accepted, digest, rated, outputs_present, reason, seen)
+    redo = () if reason or not accepted else other_code(footers, outputs)
+    if redo:
+        reason = f"the code of {', '.join(redo)} changed (its inputs did not)"
+    return BenchmarkState(
+        benchmark, raw_present, bool(ingest_reason), accepted, digest, rated, outputs_present, reason, seen, redo
+    )
 
 
-def rated_digest(store: Store, benchmark: str, outputs: BenchmarkOutputs) -> str | None:
+def final_footers(store: Store, benchmark: str, outputs: BenchmarkOutputs) -> dict[str, dict | None]:
+    """The key-value metadata of each final output (None for a missing one)."""
+    return {name: store.parquet_metadata(warehouse_path(name, benchmark)) for name in outputs.finals}
+
+
+def rated_digest(footers: dict[str, dict | None]) -> str | None:
     """The inputs digest every final output records; None when one is missing, '' when they disagree
     (an interrupted run: stale either way)."""
-    digests = set()
-    for name in outputs.finals:
-        meta = store.parquet_metadata(warehouse_path(name, benchmark))
-        if meta is None:
-            return None
-        digests.add(meta.get(DIGEST_KEY, ""))
+    if any(meta is None for meta in footers.values()):
+        return None
+    digests = {meta.get(DIGEST_KEY, "") for meta in footers.values()}
     return digests.pop() if len(digests) == 1 else ""
+
+
+def other_code(footers: dict[str, dict | None], outputs: BenchmarkOutputs) -> tuple[str, ...]:
+    """The final outputs made by other code than they are declared with."""
+    return tuple(name for name, meta in footers.items() if (meta or {}).get(CODE_KEY) != outputs.code_version(name))
 
 
 def quarantine_digest(store: Store, raw: RawTopLevel) -> str:

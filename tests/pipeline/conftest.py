@@ -87,6 +87,7 @@ class Daemon:
                     partition_key=request.partition_key,
                     tags=request.tags,
                     raise_on_error=False,
+                    asset_selection=request.asset_selection,
                 )
             )
         self.runs.extend(results)
