@@ -35,7 +35,7 @@ from .assets.quarantine import read_quarantine
 from .definitions import build_definitions
 from .domain.incoming import incoming_reason
 from .domain.judgments import stale_judgment_sets
-from .domain.layout import warehouse_path
+from .domain.layout import raw_folder, warehouse_folder, warehouse_path
 from .domain.lineage import RATING_VERSION
 from .domain.standing import headline, status_counts, unusual_agents
 from .domain.status import benchmark_state, present_benchmarks
@@ -187,7 +187,7 @@ def print_summary(store: Store, summary: RunSummary, out=sys.stdout) -> int:
         f"in {summary.seconds:.1f} s",
         file=out,
     )
-    for benchmark in sorted(n.removesuffix(".parquet") for n in store.list_dir("warehouse/competency_gap_tables")):
+    for benchmark in sorted(n.removesuffix(".parquet") for n in store.list_dir(warehouse_folder("competency_gap_tables"))):
         try:
             gaps = store.read_table(warehouse_path("competency_gap_tables", benchmark)).to_pandas()
             rel = store.read_table(warehouse_path("reliability_reports", benchmark)).to_pandas().iloc[-1]
@@ -208,7 +208,7 @@ def print_summary(store: Store, summary: RunSummary, out=sys.stdout) -> int:
         print(f"  judgments: read {len(summary.judgment_sets_read)} set(s): {', '.join(summary.judgment_sets_read)}", file=out)
     present = present_benchmarks(store)
     for benchmark in summary.withdrawn:
-        why = "no accepted upload" if benchmark in present else f"raw/{benchmark}/ is gone"
+        why = "no accepted upload" if benchmark in present else f"{raw_folder(benchmark)}/ is gone"
         print(f"  withdrawn: {benchmark} ({why}): its outputs are removed", file=out)
     report = warehouse_path("quarantine_report", None)
     problems = store.read_table(report).to_pandas() if store.exists(report) else read_quarantine(store)

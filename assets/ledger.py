@@ -15,7 +15,7 @@ clean run of one benchmark while another still has rejections.
 import dagster as dg
 from agielo_dagster.resources.storage import ObjectStorage
 
-from agielo_dagster.domain.layout import ledger_path
+from agielo_dagster.domain.layout import LEDGER_FOLDER, ledger_path
 from agielo_dagster.domain.ledger import Ledger, read_ledger, refresh_ledger
 from agielo_dagster.domain.lineage import INGEST_VERSION, RATING_VERSION
 from agielo_dagster.domain.quality import failed_expectations
@@ -151,7 +151,7 @@ def benchmarks_table(outcomes: list[dict]) -> dg.TableMetadataValue:
 def uploads_check(store, benchmark: str) -> dg.AssetCheckResult:
     """``uploads_accepted``: every benchmark's latest ledger (the run's own benchmark named in ``benchmark``, its
     counts in ``rejected_or_refused`` and ``first_rule``); fails while any benchmark has a rejected or refused file."""
-    names = {n.removesuffix(".parquet") for n in store.list_dir("warehouse/upload_ledger")} | {benchmark}
+    names = {n.removesuffix(".parquet") for n in store.list_dir(LEDGER_FOLDER)} | {benchmark}
     outcomes, problems, own = [], [], []
     for name in sorted(names):
         ledger = read_ledger(store, name)

@@ -53,7 +53,7 @@ def placement_plans(context: dg.AssetExecutionContext, config: PlanConfig, stora
 
     benchmark, store = context.partition_key, storage.store
     try:
-        agent = check_name(config.agent, "agent", f"plans/{benchmark}/{config.agent}.csv")
+        agent = check_name(config.agent, "agent", plan_path(benchmark, config.agent))
     except IngestError as err:
         raise dg.Failure(str(err), allow_retries=False) from None
     if config.budget < 1:

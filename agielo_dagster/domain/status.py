@@ -25,13 +25,17 @@ from dataclasses import dataclass
 from .contract import IngestError, check_name
 from .judgments import judgment_problems
 from .layout import (
+    DERIVED_ROOT,
     INCOMING_LEDGER,
+    LEDGER_FOLDER,
     accepted_folder,
     derived_spec_path,
     explorer_path,
     figures_folder,
     fingerprint_path,
+    in_folder,
     ledger_path,
+    raw_folder,
     report_path,
     spec_path,
     tags_path,
@@ -117,7 +121,7 @@ def scan_raw(store: Store) -> RawTopLevel:
     """Benchmark folders under ``raw/`` (safe names), and the refused entries beside them."""
     benchmarks, refused = [], []
     for name, kind in store.list_entries("raw"):
-        path = f"raw/{name}"
+        path = raw_folder(name)
         if kind == "symlink":
             refused.append(IngestError(path, "symlink", "a symbolic link; links are never followed"))
         elif kind == "file":
@@ -138,13 +142,13 @@ def scan_raw(store: Store) -> RawTopLevel:
 
 def present_benchmarks(store: Store, raw: RawTopLevel | None = None) -> set[str]:
     """Benchmarks with inputs: a folder under raw/, or uploads derived from harness logs."""
-    return set((raw or scan_raw(store)).benchmarks) | set(store.list_folders("warehouse/derived"))
+    return set((raw or scan_raw(store)).benchmarks) | set(store.list_folders(DERIVED_ROOT))
 
 
 def known_benchmarks(store: Store, raw: RawTopLevel | None = None) -> list[str]:
     """Benchmarks with inputs or a ledger (a removed folder's ledger still needs its outputs withdrawn)."""
     names = present_benchmarks(store, raw)
-    names |= {n.removesuffix(".parquet") for n in store.list_dir("warehouse/upload_ledger") if n.endswith(".parquet")}
+    names |= {n.removesuffix(".parquet") for n in store.list_dir(LEDGER_FOLDER) if n.endswith(".parquet")}
     return sorted(names)
 
 
@@ -266,10 +270,10 @@ def withdraw(store: Store, benchmark: str, outputs: BenchmarkOutputs, *, everyth
     """
     names = [*outputs.finals, *(n for n in reversed(outputs.rated) if n not in outputs.finals), *outputs.other]
     paths = [warehouse_path(n, benchmark) for n in names]
-    paths += [f"{figures_folder(benchmark)}/{n}" for n in store.list_dir(figures_folder(benchmark))]
+    paths += [in_folder(figures_folder(benchmark), n) for n in store.list_dir(figures_folder(benchmark))]
     paths += [report_path(benchmark), explorer_path(benchmark)]
     if everything:
-        paths += [f"{accepted_folder(benchmark)}/{n}" for n in store.list_dir(accepted_folder(benchmark))]
+        paths += [in_folder(accepted_folder(benchmark), n) for n in store.list_dir(accepted_folder(benchmark))]
         paths += [fingerprint_path(benchmark), ledger_path(benchmark)]
     removed = []
     for path in paths:
