@@ -5,7 +5,7 @@ A benchmark is **stale** exactly when
 - its raw folder no longer matches its ledger (a file is new, changed or gone, ``benchmark.yaml``
   changed, or the ingest code changed), or
 - it has accepted uploads and the digest recorded in its final outputs differs from the ledger's
-  inputs digest (accepted uploads' versions, ``benchmark.yaml``'s version, code version), or
+  inputs digest (accepted uploads' versions, ``benchmark.yaml``'s version, rating code version), or
 - it has no accepted upload left but still has outputs (they must be withdrawn), or
 - its inputs digest is current but a final output was made by other code than it is now declared
   with (its own concern's code version, e.g. the report's presentation): then only those outputs
