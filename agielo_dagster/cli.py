@@ -35,12 +35,13 @@ from .assets.quarantine import read_quarantine
 from .definitions import build_definitions
 from .domain.incoming import incoming_reason
 from .domain.judgments import stale_judgment_sets
-from .domain.layout import warehouse_path
-from .domain.lineage import CODE_VERSION
+from .domain.layout import raw_folder, warehouse_folder, warehouse_path
+from .domain.lineage import RATING_VERSION
 from .domain.standing import headline, status_counts, unusual_agents
 from .domain.status import benchmark_state, present_benchmarks
 from .domain.store import StorageError, Store, default_root
-from .planning import plan_runs, state_key
+from .outputs import benchmark_outputs
+from .planning import plan_runs, run_selection, state_key
 from .rating.standing import top_tier
 from .resources.storage import ObjectStorage
 from .runs import BENCHMARK_TAG, STATE_TAG, TRIGGER_TAG, fail_orphaned_runs, process_tags
@@ -122,7 +123,8 @@ def run_pipeline(
         )
         if not result.success:
             summary.failed_runs.append(f"harness logs: {_first_error(result)}")
-    plan = plan_runs(store, instance)
+    outputs = benchmark_outputs(defs.resolve_asset_graph())
+    plan = plan_runs(store, instance, outputs)
     if plan.new_partitions:
         instance.add_dynamic_partitions(benchmark_partitions.name, plan.new_partitions)
     job = defs.resolve_job_def("rate_benchmarks")
@@ -131,7 +133,12 @@ def run_pipeline(
     for benchmark in to_run:
         tags = {BENCHMARK_TAG: benchmark, TRIGGER_TAG: "cli", STATE_TAG: state_key(plan.states[benchmark]), **process_tags()}
         result = job.execute_in_process(
-            run_config=_quiet(log_level), instance=instance, partition_key=benchmark, tags=tags, raise_on_error=False
+            run_config=_quiet(log_level),
+            instance=instance,
+            partition_key=benchmark,
+            tags=tags,
+            raise_on_error=False,
+            asset_selection=run_selection(plan.states[benchmark]),
         )
         if not result.success:
             summary.failed_runs.append(f"rate {benchmark}: {_first_error(result)}")
@@ -139,7 +146,7 @@ def run_pipeline(
         summary.uploads_ingested += int(ledger.get("validated_in_this_run", 0))
         if _materialized(result, "benchmark_reports") is not None:
             summary.benchmarks_rated.append(benchmark)
-        elif result.success and not benchmark_state(store, benchmark, CODE_VERSION).accepted:
+        elif result.success and not benchmark_state(store, benchmark, outputs, RATING_VERSION).accepted:
             summary.withdrawn.append(benchmark)
     judgment_sets = stale_judgment_sets(store)  # new or changed judgments/<set>.csv: read, ranked or rejected
     if judgment_sets:
@@ -159,7 +166,7 @@ def run_pipeline(
             if not result.success:
                 summary.failed_runs.append(f"judgments {name}: {_first_error(result)}")
     # what the runs changed: vanished benchmarks, rejections
-    after = plan_runs(store, instance) if to_run or judgment_sets else plan
+    after = plan_runs(store, instance, outputs) if to_run or judgment_sets else plan
     for benchmark in after.vanished:
         instance.delete_dynamic_partition(benchmark_partitions.name, benchmark)
     if after.quarantine_stale:
@@ -180,7 +187,7 @@ def print_summary(store: Store, summary: RunSummary, out=sys.stdout) -> int:
         f"in {summary.seconds:.1f} s",
         file=out,
     )
-    for benchmark in sorted(n.removesuffix(".parquet") for n in store.list_dir("warehouse/competency_gap_tables")):
+    for benchmark in sorted(n.removesuffix(".parquet") for n in store.list_dir(warehouse_folder("competency_gap_tables"))):
         try:
             gaps = store.read_table(warehouse_path("competency_gap_tables", benchmark)).to_pandas()
             rel = store.read_table(warehouse_path("reliability_reports", benchmark)).to_pandas().iloc[-1]
@@ -201,7 +208,7 @@ def print_summary(store: Store, summary: RunSummary, out=sys.stdout) -> int:
         print(f"  judgments: read {len(summary.judgment_sets_read)} set(s): {', '.join(summary.judgment_sets_read)}", file=out)
     present = present_benchmarks(store)
     for benchmark in summary.withdrawn:
-        why = "no accepted upload" if benchmark in present else f"raw/{benchmark}/ is gone"
+        why = "no accepted upload" if benchmark in present else f"{raw_folder(benchmark)}/ is gone"
         print(f"  withdrawn: {benchmark} ({why}): its outputs are removed", file=out)
     report = warehouse_path("quarantine_report", None)
     problems = store.read_table(report).to_pandas() if store.exists(report) else read_quarantine(store)

@@ -21,6 +21,8 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
+from .domain.layout import raw_folder
+
 __all__ = ["DEMO_BENCHMARKS", "demo_models", "write_demo_data"]
 
 DEMO_BENCHMARKS = ("digits", "breast_cancer")
@@ -143,7 +145,7 @@ def write_demo_data(root: str, benchmarks: tuple[str, ...] = DEMO_BENCHMARKS, *,
     fs, base = fsspec.core.url_to_fs(root)
     written = []
     for benchmark in benchmarks:
-        folder = f"{base.rstrip('/')}/raw/{benchmark}"
+        folder = f"{base.rstrip('/')}/{raw_folder(benchmark)}"
         fs.makedirs(folder, exist_ok=True)
         spec_path = f"{folder}/benchmark.yaml"
         if overwrite or not fs.exists(spec_path):

@@ -2,15 +2,16 @@
 
 import dagster as dg
 
-from .domain.status import BENCHMARK_OUTPUTS, NIGHTLY_OUTPUTS
+from .assets.common import RUN_TAG
 from .hooks import RELEASE_MEMORY
 
-# a benchmark's run: its ledger first (which ends the run early when nothing is stale), then every output
-RATE_SELECTION = ("upload_ledger", *BENCHMARK_OUTPUTS)
+# a benchmark's run: its ledger first (which ends the run early when nothing is stale), then every output tagged for it
+LEDGER = dg.AssetSelection.assets("upload_ledger") | dg.AssetSelection.checks_for_assets("upload_ledger")
+RATE_SELECTION = LEDGER | dg.AssetSelection.tag(RUN_TAG, "rating")
 
 rate_benchmarks = dg.define_asset_job(
     "rate_benchmarks",
-    selection=dg.AssetSelection.assets(*RATE_SELECTION) | dg.AssetSelection.checks_for_assets("upload_ledger"),
+    selection=RATE_SELECTION,
     hooks=RELEASE_MEMORY,
     description="Bring a benchmark up to date: validate new or changed uploads, then rebuild its match table, "
     "ratings, reliability report, competency gaps and report, only if its inputs changed.",
@@ -18,7 +19,7 @@ rate_benchmarks = dg.define_asset_job(
 
 rate_benchmarks_nightly = dg.define_asset_job(
     "rate_benchmarks_nightly",
-    selection=dg.AssetSelection.assets(*RATE_SELECTION, *NIGHTLY_OUTPUTS) | dg.AssetSelection.checks_for_assets("upload_ledger"),
+    selection=RATE_SELECTION | dg.AssetSelection.tag(RUN_TAG, "nightly"),
     config={"ops": {"upload_ledger": {"config": {"rerate": True}}}},
     hooks=RELEASE_MEMORY,
     description="Everything rate_benchmarks does, always re-rating, plus estimator comparison and bootstrap uncertainty.",

@@ -13,8 +13,17 @@ import dagster as dg
 from .assets.partitions import benchmark_partitions
 from .domain.incoming import incoming_reason
 from .domain.layout import warehouse_path
-from .domain.lineage import CODE_VERSION
-from .domain.status import DIGEST_KEY, BenchmarkState, RawTopLevel, benchmark_state, known_benchmarks, quarantine_digest, scan_raw
+from .domain.lineage import PRESENTATION_VERSION, RATING_VERSION
+from .domain.status import (
+    DIGEST_KEY,
+    BenchmarkOutputs,
+    BenchmarkState,
+    RawTopLevel,
+    benchmark_state,
+    known_benchmarks,
+    quarantine_digest,
+    scan_raw,
+)
 from .domain.store import Store
 from .runs import BENCHMARK_TAG, STATE_TAG, WAITING
 
@@ -37,15 +46,20 @@ class Plan:
 
 def state_key(state: BenchmarkState) -> str:
     """Which situation a run was asked to resolve (the files as listed, the ledger, the outputs, the code)."""
-    text = f"{state.listing_digest}|{state.inputs_digest}|{state.rated_digest}|{CODE_VERSION}"
+    text = f"{state.listing_digest}|{state.inputs_digest}|{state.rated_digest}|{RATING_VERSION}|{PRESENTATION_VERSION}"
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def plan_runs(store: Store, instance: dg.DagsterInstance) -> Plan:
+def run_selection(state: BenchmarkState) -> list[dg.AssetKey] | None:
+    """What a benchmark's run must materialize: the whole rating job (None), or only outputs whose code changed."""
+    return [dg.AssetKey(name) for name in state.redo] or None
+
+
+def plan_runs(store: Store, instance: dg.DagsterInstance, outputs: BenchmarkOutputs) -> Plan:
     incoming = incoming_reason(store)
     raw = scan_raw(store)
     partitions = set(instance.get_dynamic_partitions(benchmark_partitions.name))
-    states = {b: benchmark_state(store, b, CODE_VERSION, raw) for b in known_benchmarks(store, raw)}
+    states = {b: benchmark_state(store, b, outputs, RATING_VERSION, raw) for b in known_benchmarks(store, raw)}
     plan = Plan(raw, states, incoming=incoming)
     plan.vanished = sorted(p for p in partitions if p not in states or states[p].vanished)
     for benchmark, state in states.items():

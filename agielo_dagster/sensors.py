@@ -16,7 +16,8 @@ from .assets.judgments import judgment_partitions
 from .assets.partitions import benchmark_partitions
 from .domain.judgments import judgment_sets
 from .jobs import convert_incoming, rank_judgments, rate_benchmarks, report_quarantine
-from .planning import plan_runs, state_key
+from .outputs import benchmark_outputs
+from .planning import plan_runs, run_selection, state_key
 from .resources.storage import ObjectStorage
 from .runs import BENCHMARK_TAG, STATE_TAG, TRIGGER_TAG, WAITING, fail_orphaned_runs
 
@@ -36,12 +37,13 @@ def benchmarks_sensor(context: dg.SensorEvaluationContext, storage: ObjectStorag
     instance = context.instance
     for run_id in fail_orphaned_runs(instance):
         context.log.warning(f"run {run_id} was left in progress by a process that is gone; marked failed")
-    plan = plan_runs(storage.store, instance)
+    plan = plan_runs(storage.store, instance, benchmark_outputs(context.repository_def.asset_graph))
     requests = [
         dg.RunRequest(
             job_name=rate_benchmarks.name,
             partition_key=b,
             tags={BENCHMARK_TAG: b, TRIGGER_TAG: "sensor", STATE_TAG: state_key(plan.states[b])},
+            asset_selection=run_selection(plan.states[b]),
         )
         for b in plan.to_rate
     ]

@@ -14,7 +14,7 @@ from agielo_dagster.resources.storage import ObjectStorage
 
 from agielo_dagster.domain.layout import accepted_path
 from agielo_dagster.domain.ledger import read_ledger, read_tag_file
-from agielo_dagster.domain.lineage import CODE_VERSION
+from agielo_dagster.domain.lineage import RATING_VERSION
 from agielo_dagster.rating.schema import MATCH_COLUMNS
 
 from .common import benchmark_output, digest_of, frame_table, retried_on_storage_errors
@@ -102,7 +102,7 @@ def capabilities(context: dg.AssetExecutionContext, storage: ObjectStorage, matc
         tags = benchmark_tags(storage, benchmark)
         ledger = read_ledger(storage.store, benchmark)
     tag_file = ledger.tag_file if ledger else None
-    common = {"inputs_digest": digest, "code_version": CODE_VERSION}
+    common = {"inputs_digest": digest, "code_version": RATING_VERSION}
     if tags is None:
         tags = pa.table({"test_case_id": pa.array([], pa.string())})
     coverage = tag_coverage(tags, test_case_ratings, tag_file["path"] if tag_file else "the uploads' tag metadata")

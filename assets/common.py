@@ -10,27 +10,50 @@ from contextlib import contextmanager
 import dagster as dg
 import pandas as pd
 
-from agielo_dagster.domain.lineage import CODE_VERSION
+from agielo_dagster.domain.lineage import RATING_VERSION
 from agielo_dagster.domain.store import StorageError
+
+from .partitions import benchmark_partitions
 
 OWNERS = ["team:evaluation"]
 TAGS = {"domain": "evaluation", "method": "agi-elo"}
+RUN_TAG = "agielo/run"
+"""Which runs write a per-benchmark output: ``rating`` (every rating run), ``nightly`` or ``on_demand``. The
+rating jobs select by it, and a benchmark's withdrawal and staleness are read from it (``agielo_dagster.outputs``)."""
+RUNS = ("rating", "nightly", "on_demand")
 STORAGE_RETRIES = 4
 SHOWN_ROWS = 20
 
 
-def benchmark_output(description: str, group: str = "ratings", *, required: bool = True) -> dg.AssetOut:
-    """A per-benchmark output kept as parquet in the warehouse."""
-    return dg.AssetOut(
+def declared(
+    description: str, group: str, *, code_version: str | None = RATING_VERSION, kinds=("parquet",), tags: dict | None = None
+) -> dict:
+    """The settings every asset in the warehouse shares (for ``dg.asset`` and ``dg.AssetOut`` alike)."""
+    return dict(
         io_manager_key="warehouse_io_manager",
         group_name=group,
-        code_version=CODE_VERSION,
-        kinds={"parquet"},
+        code_version=code_version,
+        kinds=set(kinds),
         owners=OWNERS,
-        tags=TAGS,
+        tags=TAGS | (tags or {}),
         description=description,
-        is_required=required,
     )
+
+
+def per_benchmark(run: str) -> dict:
+    if run not in RUNS:
+        raise ValueError(f"run={run!r}: expected one of {RUNS}")
+    return {RUN_TAG: run}
+
+
+def benchmark_output(description: str, group: str = "ratings", *, required: bool = True, run: str = "rating") -> dg.AssetOut:
+    """A per-benchmark output of a multi-asset, kept as parquet in the warehouse."""
+    return dg.AssetOut(**declared(description, group, tags=per_benchmark(run)), is_required=required)
+
+
+def benchmark_asset(description: str, group: str = "ratings", *, run: str = "rating", **settings) -> dict:
+    """The settings of a per-benchmark asset (``@dg.asset(**benchmark_asset(...))``), partitioned by benchmark."""
+    return declared(description, group, tags=per_benchmark(run), **settings) | {"partitions_def": benchmark_partitions}
 
 
 @contextmanager

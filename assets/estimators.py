@@ -11,11 +11,9 @@ import pandas as pd
 from agielo_dagster.resources.storage import ObjectStorage
 
 from agielo_dagster.domain.ledger import read_ledger
-from agielo_dagster.domain.lineage import CODE_VERSION
 from agielo_dagster.rating.schema import MATCH_COLUMNS
 
-from .common import OWNERS, TAGS, frame_table
-from .partitions import benchmark_partitions
+from .common import benchmark_asset, frame_table
 
 
 class UncertaintyConfig(dg.Config):
@@ -25,16 +23,7 @@ class UncertaintyConfig(dg.Config):
 
 
 def _nightly(description: str) -> dict:
-    return dict(
-        partitions_def=benchmark_partitions,
-        io_manager_key="warehouse_io_manager",
-        group_name="estimators",
-        code_version=CODE_VERSION,
-        kinds={"parquet"},
-        owners=OWNERS,
-        tags=TAGS,
-        description=description,
-    )
+    return benchmark_asset(description, "estimators", run="nightly")
 
 
 @dg.asset(

@@ -20,7 +20,7 @@ from agielo_dagster.domain.judgments import (
     read_judgments,
     write_judgment_outcome,
 )
-from agielo_dagster.domain.lineage import CODE_VERSION
+from agielo_dagster.domain.lineage import RATING_VERSION
 from agielo_dagster.rating.frames import MatchTableError
 
 from .common import OWNERS, TAGS, frame_table, retried_on_storage_errors
@@ -36,7 +36,7 @@ __all__ = ["difficulty_judgments", "judgment_partitions", "judgment_path", "judg
     partitions_def=judgment_partitions,
     io_manager_key="warehouse_io_manager",
     group_name="judgments",
-    code_version=CODE_VERSION,
+    code_version=RATING_VERSION,
     kinds={"parquet"},
     owners=OWNERS,
     tags=TAGS,

@@ -16,12 +16,13 @@ import dagster as dg
 from agielo_dagster.resources.storage import ObjectStorage
 from agielo_dagster.resources.warehouse import column_schema
 
-from agielo_dagster.domain.layout import ledger_path, warehouse_path
+from agielo_dagster.domain.layout import LEDGER_FOLDER, ledger_path, warehouse_path
 from agielo_dagster.domain.ledger import LEDGER_SCHEMA, Ledger, read_ledger, refresh_ledger
-from agielo_dagster.domain.lineage import CODE_VERSION, INGEST_VERSION
+from agielo_dagster.domain.lineage import INGEST_VERSION, RATING_VERSION
 from agielo_dagster.domain.quality import failed_expectations
 from agielo_dagster.domain.readers import read_upload
-from agielo_dagster.domain.status import DIGEST_KEY, FINAL_OUTPUT, present_benchmarks, withdraw
+from agielo_dagster.domain.status import final_footers, present_benchmarks, rated_digest, withdraw
+from agielo_dagster.outputs import benchmark_outputs
 from agielo_dagster.runs import claim_benchmark
 
 from .common import OWNERS, TAGS, retried_on_storage_errors
@@ -84,22 +85,23 @@ UPLOADS_CHECK = "uploads_accepted"
 def upload_ledger(context: dg.AssetExecutionContext, config: LedgerConfig, storage: ObjectStorage):
     benchmark = context.partition_key
     store = storage.store
+    outputs = benchmark_outputs(context.job_def.asset_layer.asset_graph)
     with retried_on_storage_errors(context):
         claim_benchmark(context, benchmark)
         for path in store.remove_temporaries("warehouse"):
             context.log.info(f"removed a leftover temporary file {path}")
         if benchmark not in present_benchmarks(store):
-            removed = withdraw(store, benchmark, everything=True)
+            removed = withdraw(store, benchmark, outputs, everything=True)
             context.log.info(f"{benchmark} has no inputs left: withdrew {len(removed)} output file(s)")
             yield uploads_check(store, benchmark)
             return
         update = refresh_ledger(store, benchmark, read_upload=read_upload, quality_suite=failed_expectations)
         ledger = update.ledger
-        digest = ledger.inputs_digest(CODE_VERSION)
-        rated = (store.parquet_metadata(warehouse_path(FINAL_OUTPUT, benchmark)) or {}).get(DIGEST_KEY)
+        digest = ledger.inputs_digest(RATING_VERSION)
+        rated = rated_digest(final_footers(store, benchmark, outputs))
         withdrawn = []
         if not ledger.accepted:
-            withdrawn = withdraw(store, benchmark)
+            withdrawn = withdraw(store, benchmark, outputs)
         for row in update.changed[:LOGGED_ROWS]:  # each log line is an event in the instance: a few, then a count
             level = context.log.info if row["status"] in ("accepted", "removed") else context.log.warning
             level(f"{row['status']} {row['message'] or row['path']}")
@@ -129,7 +131,7 @@ def _metadata(store, ledger: Ledger, update, digest: str, withdrawn: bool) -> di
         "rejected_and_refused": uploads_table(problems),
         "inputs_digest": digest,
         "withdrawn": withdrawn,
-        "code_version": CODE_VERSION,
+        "code_version": RATING_VERSION,
     }
 
 
@@ -151,7 +153,7 @@ def benchmarks_table(outcomes: list[dict]) -> dg.TableMetadataValue:
 def uploads_check(store, benchmark: str) -> dg.AssetCheckResult:
     """``uploads_accepted``: every benchmark's latest ledger (the run's own benchmark named in ``benchmark``, its
     counts in ``rejected_or_refused`` and ``first_rule``); fails while any benchmark has a rejected or refused file."""
-    names = {n.removesuffix(".parquet") for n in store.list_dir("warehouse/upload_ledger")} | {benchmark}
+    names = {n.removesuffix(".parquet") for n in store.list_dir(LEDGER_FOLDER)} | {benchmark}
     outcomes, problems, own = [], [], []
     for name in sorted(names):
         ledger = read_ledger(store, name)

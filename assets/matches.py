@@ -6,7 +6,7 @@ from agielo_dagster.resources.storage import ObjectStorage
 
 from agielo_dagster.domain.layout import warehouse_path
 from agielo_dagster.domain.ledger import read_ledger
-from agielo_dagster.domain.lineage import CODE_VERSION
+from agielo_dagster.domain.lineage import RATING_VERSION
 from agielo_dagster.domain.matches import build_match_table, input_manifest
 
 from .common import benchmark_output, retried_on_storage_errors
@@ -59,7 +59,7 @@ def match_tables(context: dg.AssetExecutionContext, storage: ObjectStorage):
         provisional = build_match_table(
             storage.store, ledger, previous_match_table(storage, benchmark, "provisional_matches"), provisional=True
         )
-    digest = ledger.inputs_digest(CODE_VERSION)
+    digest = ledger.inputs_digest(RATING_VERSION)
     manifest = input_manifest(ledger)
     yield dg.Output(
         table,
@@ -68,7 +68,7 @@ def match_tables(context: dg.AssetExecutionContext, storage: ObjectStorage):
             "agents": manifest.num_rows,
             "test_cases": len(table.column("test_case_id").chunk(0).dictionary) if table.num_rows else 0,
             "inputs_digest": digest,
-            "code_version": CODE_VERSION,
+            "code_version": RATING_VERSION,
         },
     )
     yield dg.Output(

@@ -29,8 +29,7 @@ from agielo_dagster.domain.exports import jsonl_bytes, spreadsheet_csv
 from agielo_dagster.domain.layout import plan_path, plan_twin_path, warehouse_path
 from agielo_dagster.domain.ledger import read_accepted, read_ledger
 
-from .common import OWNERS, TAGS, frame_table, retried_on_storage_errors
-from .partitions import benchmark_partitions
+from .common import benchmark_asset, frame_table, retried_on_storage_errors
 
 
 class PlanConfig(dg.Config):
@@ -39,22 +38,22 @@ class PlanConfig(dg.Config):
 
 
 @dg.asset(
-    partitions_def=benchmark_partitions,
-    io_manager_key="warehouse_io_manager",
-    group_name="placement",
-    kinds={"parquet", "csv"},
-    owners=OWNERS,
-    tags=TAGS,
-    description="The next test cases to evaluate a new agent on (a random sample by difficulty stratum of those not yet "
-    "evaluated, more of it near the agent's rating; a partial upload is placed with stratum weights and stands for the "
-    "whole benchmark), written to <root>/plans/<benchmark>/<agent>.csv: test_case_id, mu, sigma, information.",
+    **benchmark_asset(
+        "The next test cases to evaluate a new agent on (a random sample by difficulty stratum of those not yet "
+        "evaluated, more of it near the agent's rating; a partial upload is placed with stratum weights and stands for the "
+        "whole benchmark), written to <root>/plans/<benchmark>/<agent>.csv: test_case_id, mu, sigma, information.",
+        "placement",
+        run="on_demand",
+        code_version=None,
+        kinds=("parquet", "csv"),
+    )
 )
 def placement_plans(context: dg.AssetExecutionContext, config: PlanConfig, storage: ObjectStorage) -> dg.Output:
     from agielo_dagster.rating import select_test_cases
 
     benchmark, store = context.partition_key, storage.store
     try:
-        agent = check_name(config.agent, "agent", f"plans/{benchmark}/{config.agent}.csv")
+        agent = check_name(config.agent, "agent", plan_path(benchmark, config.agent))
     except IngestError as err:
         raise dg.Failure(str(err), allow_retries=False) from None
     if config.budget < 1:

@@ -7,7 +7,7 @@ from agielo_dagster.resources.storage import ObjectStorage
 from agielo_dagster.domain.incoming import incoming_problems
 from agielo_dagster.domain.judgments import judgment_problems
 from agielo_dagster.domain.ledger import read_ledger
-from agielo_dagster.domain.lineage import CODE_VERSION
+from agielo_dagster.domain.lineage import RATING_VERSION
 from agielo_dagster.domain.status import known_benchmarks, quarantine_digest, scan_raw
 from agielo_dagster.domain.store import Store
 
@@ -58,7 +58,7 @@ def read_quarantine(store: Store) -> pd.DataFrame:
 @dg.asset(
     io_manager_key="warehouse_io_manager",
     group_name="ingest",
-    code_version=CODE_VERSION,
+    code_version=RATING_VERSION,
     kinds={"parquet"},
     owners=OWNERS,
     tags=TAGS,

@@ -8,12 +8,12 @@ from agielo_dagster.resources.storage import ObjectStorage
 
 from agielo_dagster.domain.layout import warehouse_path
 from agielo_dagster.domain.ledger import read_ledger
-from agielo_dagster.domain.lineage import CODE_VERSION
+from agielo_dagster.domain.lineage import RATING_VERSION
 from agielo_dagster.domain.status import DIGEST_KEY
 from agielo_dagster.rating.predict import competency_gaps
 from agielo_dagster.rating.schema import MATCH_COLUMNS
 
-from .common import benchmark_output, digest_of, frame_table, retried_on_storage_errors
+from .common import benchmark_asset, benchmark_output, digest_of, frame_table, retried_on_storage_errors
 from .partitions import benchmark_partitions
 
 SEED = 42
@@ -67,7 +67,7 @@ def ratings(context: dg.AssetExecutionContext, storage: ObjectStorage):
         "inputs_digest": digest,
         "seed": SEED,
         "orders": DEFAULT_SHUFFLES,
-        "code_version": CODE_VERSION,
+        "code_version": RATING_VERSION,
         "matches": result.n_matches,
         "components": result.n_components,
     }
@@ -238,21 +238,17 @@ def _placed_partial_uploads(joint: pa.Table, test_cases: pa.Table, partial: pa.T
 
 
 @dg.asset(
-    partitions_def=benchmark_partitions,
     ins={
         "test_case_ratings": dg.AssetIn(metadata={"columns": ["test_case_id", "mu", "component"]}),
         "agent_ratings": dg.AssetIn(),
         "input_manifests": dg.AssetIn(),
     },
-    io_manager_key="warehouse_io_manager",
-    group_name="ratings",
-    code_version=CODE_VERSION,
-    kinds={"parquet"},
-    owners=["team:evaluation"],
-    description="Each agent's gap to an oracle that solves every test case (50/90/99% confidence), the share of test "
-    "cases it beats, its rank range and status (as in agent_ratings: main-component agents first, measured against the "
-    "main component's test cases; disconnected ones against their own; unplaced ones without a gap), and the lineage of "
-    "the row: its upload, the benchmark's inputs digest and the code version.",
+    **benchmark_asset(
+        "Each agent's gap to an oracle that solves every test case (50/90/99% confidence), the share of test "
+        "cases it beats, its rank range and status (as in agent_ratings: main-component agents first, measured against the "
+        "main component's test cases; disconnected ones against their own; unplaced ones without a gap), and the lineage of "
+        "the row: its upload, the benchmark's inputs digest and the code version."
+    ),
 )
 def competency_gap_tables(
     context: dg.AssetExecutionContext,
@@ -270,7 +266,7 @@ def competency_gap_tables(
     sources = input_manifests.to_pandas()[["agent_id", "source_path", "source_version"]]
     gaps = gaps.merge(sources, on="agent_id", how="left", validate="one_to_one")
     gaps["inputs_digest"] = digest
-    gaps["code_version"] = CODE_VERSION
+    gaps["code_version"] = RATING_VERSION
     range_metadata = {}
     if scoring is not None:  # what graded gaps rest on: the declared metric range (issue 22, item 4)
         range_metadata = stated_range(context, storage, benchmark, scoring, gaps)
@@ -278,7 +274,7 @@ def competency_gap_tables(
         gaps,
         metadata={
             "inputs_digest": digest,
-            "code_version": CODE_VERSION,
+            "code_version": RATING_VERSION,
             "top_agents_with_gaps": frame_table(
                 gaps, ["agent_id", "rating", "gap_50", "gap_90", "gap_99", "pct_beaten_50", "status"]
             ),

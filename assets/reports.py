@@ -15,18 +15,17 @@ from agielo_dagster.resources.storage import ObjectStorage
 
 from agielo_dagster.domain.layout import explorer_path, figure_path, report_path
 from agielo_dagster.domain.ledger import read_ledger
-from agielo_dagster.domain.lineage import CODE_VERSION
+from agielo_dagster.domain.lineage import PRESENTATION_VERSION, RATING_VERSION
 from agielo_dagster.domain.matches import test_case_metadata
 from agielo_dagster.rating.schema import MATCH_COLUMNS
+from agielo_dagster.runs import claim_benchmark
 
-from .common import OWNERS, TAGS, digest_of, frame_table, retried_on_storage_errors
-from .partitions import benchmark_partitions
+from .common import benchmark_asset, digest_of, frame_table, retried_on_storage_errors
 
 HARDEST_SHOWN = 10
 
 
 @dg.asset(
-    partitions_def=benchmark_partitions,
     ins={
         # what the figures, the report and the explorer show: not the rating histories (two columns per level)
         "test_case_ratings": dg.AssetIn(
@@ -42,14 +41,13 @@ HARDEST_SHOWN = 10
         "slice_ratings": dg.AssetIn(),
         "ability_masses": dg.AssetIn(),
     },
-    io_manager_key="warehouse_io_manager",
-    group_name="reports",
-    code_version=CODE_VERSION,
-    kinds={"parquet", "html"},
-    owners=OWNERS,
-    tags=TAGS,
-    description="The benchmark's figures (rating distribution, reliability, agent trajectories, calibration, competency "
-    "gap) and its static HTML report; one row per artifact with its path, size and hash.",
+    **benchmark_asset(
+        "The benchmark's figures (rating distribution, reliability, agent trajectories, calibration, competency "
+        "gap) and its static HTML report; one row per artifact with its path, size and hash.",
+        "reports",
+        code_version=PRESENTATION_VERSION,  # a change of presentation re-renders the report, never re-rates
+        kinds=("parquet", "html"),
+    ),
 )
 def benchmark_reports(
     context: dg.AssetExecutionContext,
@@ -72,6 +70,8 @@ def benchmark_reports(
     from agielo_dagster.rating import binned_calibration
 
     benchmark = context.partition_key
+    with retried_on_storage_errors(context):
+        claim_benchmark(context, benchmark)  # a run that only re-renders has no ledger step to wait for earlier runs
     digest = digest_of(competency_gap_tables)
     store = storage.store
     test_cases, agents = test_case_ratings.to_pandas(), agent_ratings.to_pandas()
@@ -107,7 +107,7 @@ def benchmark_reports(
             hardest,
             reliability,
             input_manifests.to_pandas(),
-            CODE_VERSION,
+            f"{RATING_VERSION} (ratings), {PRESENTATION_VERSION} (report)",
             digest,
             ledger.description if ledger else "",
             agents=agents,
@@ -140,7 +140,8 @@ def benchmark_reports(
         artifacts,
         metadata={
             "inputs_digest": digest,
-            "code_version": CODE_VERSION,
+            "code_version": PRESENTATION_VERSION,
+            "rating_version": RATING_VERSION,
             "report": dg.MetadataValue.path(store.uri(report_path(benchmark))),
             "explorer": dg.MetadataValue.path(store.uri(explorer_path(benchmark))),
             "hardest_test_cases": frame_table(hardest, list(hardest.columns), limit=HARDEST_SHOWN),

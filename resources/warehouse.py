@@ -1,8 +1,8 @@
 """An IO manager that keeps asset outputs as parquet under ``<root>/warehouse/<asset>/<partition>.parquet``.
 
-Accepts pyarrow tables or pandas/polars frames; the output's ``inputs_digest`` metadata is written
-into the file's key-value metadata (so the warehouse alone tells what each output was computed
-from). Adds Dagster's standard metadata: ``dagster/row_count``, ``dagster/column_schema`` and
+Accepts pyarrow tables or pandas/polars frames; the output's ``inputs_digest`` metadata and its
+asset's code version are written into the file's key-value metadata (so the warehouse alone tells
+what each output was computed from, and by which code). Adds Dagster's standard metadata: ``dagster/row_count``, ``dagster/column_schema`` and
 ``dagster/uri``, the columns described by the engine's schema. Loads pyarrow tables with id columns dictionary-encoded, or pandas when the input
 asks for it (``metadata={"pandas": True}``), reading only the columns an input names
 (``metadata={"columns": [...]}``) and, with ``metadata={"where": {column: value, ...}}``, only the
@@ -14,7 +14,7 @@ import pandas as pd
 import pyarrow as pa
 
 from agielo_dagster.domain.layout import warehouse_path
-from agielo_dagster.domain.status import DIGEST_KEY
+from agielo_dagster.domain.status import CODE_KEY, DIGEST_KEY
 from agielo_dagster.domain.store import parquet_bytes
 from agielo_dagster.rating.schema import describe
 
@@ -64,8 +64,11 @@ class WarehouseIOManager(dg.ConfigurableIOManager):
         table = to_arrow(obj)
         digest = context.output_metadata.get("inputs_digest")
         digest = getattr(digest, "value", digest)
+        code_version = context.asset_spec.code_version if context.has_asset_key else None
+        recorded = {DIGEST_KEY: str(digest)} if digest else {}
+        recorded |= {CODE_KEY: code_version} if code_version else {}
         store = self.storage.store
-        store.write_bytes(path, table_to_parquet(table, {DIGEST_KEY: str(digest)} if digest else None))
+        store.write_bytes(path, table_to_parquet(table, recorded))
         context.add_output_metadata(
             {
                 "dagster/row_count": table.num_rows,

@@ -16,7 +16,7 @@ REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "agielo_dagster"
 DAGSTER_LAYER = ("dagster", "agielo_dagster.assets", "agielo_dagster.resources", "agielo_dagster.cli", "agielo_dagster.sensors")
 DAGSTER_LAYER += ("agielo_dagster.definitions", "agielo_dagster.jobs", "agielo_dagster.schedules", "agielo_dagster.runs")
-DAGSTER_LAYER += ("agielo_dagster.planning",)
+DAGSTER_LAYER += ("agielo_dagster.planning", "agielo_dagster.outputs")
 
 
 def imports_of(path: Path, package: str) -> set[str]:
@@ -123,6 +123,7 @@ def test_code_version_covers_every_module_that_changes_outputs():
         "demo.py",
         "hooks.py",
         "threads.py",
+        "outputs.py",
     }
     for path in PACKAGE.glob("*.py"):
         if path.name != "__init__.py":
@@ -149,7 +150,17 @@ def test_code_version_changes_when_any_engine_file_changes(tmp_path):
         seen.add(digest)
         path.write_bytes(original)
     assert lineage.source_digest(files()) == base
-    assert lineage.CODE_VERSION.split("+")[1] != lineage.INGEST_VERSION.split("+")[1]
+    assert lineage.RATING_VERSION.split("+")[1] != lineage.INGEST_VERSION.split("+")[1]
+
+
+def test_presentation_has_its_own_code_version():
+    """Figures, the report and the explorer are hashed apart from the rating concern: changing them re-rates nothing."""
+    presentation = set(lineage.source_files(lineage.PRESENTATION_SOURCES))
+    names = {p.name for p in presentation}
+    assert {"figures.py", "report.py", "reports.py"} <= names and any(n.startswith("explorer") for n in names)
+    assert not presentation & set(lineage.rating_files())
+    assert presentation | set(lineage.rating_files()) == set(lineage.source_files(lineage.OUTPUT_SOURCES))
+    assert lineage.PRESENTATION_VERSION != lineage.RATING_VERSION
 
 
 def test_benchmarks_import_nothing_from_the_tests():

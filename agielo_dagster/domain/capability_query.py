@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ..rating.schema import MATCH_COLUMNS
-from .layout import warehouse_path
+from .layout import warehouse_folder, warehouse_path
 from .query import parse_query, select
 from .store import Store
 
@@ -31,7 +31,7 @@ class CapabilityQuery:
 def test_case_frame(store: Store) -> pd.DataFrame:
     """One row per rated test case of every benchmark: benchmark, test_case_id, rating, and its tags."""
     frames = []
-    for name in store.list_dir("warehouse/test_case_ratings"):
+    for name in store.list_dir(warehouse_folder("test_case_ratings")):
         benchmark = name.removesuffix(".parquet")
         ratings = store.read_table(warehouse_path("test_case_ratings", benchmark), columns=["test_case_id", "mu"]).to_pandas()
         frame = ratings.rename(columns={"mu": "rating"}).astype({"test_case_id": str})

@@ -25,7 +25,7 @@ import pyarrow as pa
 
 from .contract import IngestError
 from .harness import DerivedUpload, HarnessResult, drops_of, merge_specs, read_drop, reader_environment
-from .layout import INCOMING_LEDGER, derived_path, derived_spec_path
+from .layout import DERIVED_ROOT, INCOMING_LEDGER, derived_folder, derived_path, derived_spec_path, in_folder
 from .ledger import cached_versions, write_fingerprints
 from .store import StorageError, Store, StoredFile, parquet_bytes
 
@@ -208,14 +208,14 @@ def refresh_incoming(store: Store) -> IncomingUpdate:
         elif not store.exists(path) or store.read_bytes(path) != text:
             store.write_bytes(path, text)
             written.append(path)
-    for benchmark in store.list_folders("warehouse/derived"):
-        for name in store.list_dir(f"warehouse/derived/{benchmark}"):
-            path = f"warehouse/derived/{benchmark}/{name}"
+    for benchmark in store.list_folders(DERIVED_ROOT):
+        for name in store.list_dir(derived_folder(benchmark)):
+            path = in_folder(derived_folder(benchmark), name)
             stale_spec = name == "benchmark.yaml" and benchmark not in specs
             if (name.endswith(".parquet") and path not in wanted) or stale_spec:
                 store.remove(path)
                 written.append(path)
-        store.remove_empty_folder(f"warehouse/derived/{benchmark}")
+        store.remove_empty_folder(derived_folder(benchmark))
     table = pa.Table.from_pylist([records[k] for k in sorted(records)], schema=INCOMING_SCHEMA)
     if [records[k] for k in sorted(records)] != [previous[k] for k in sorted(previous)]:
         store.write_bytes(INCOMING_LEDGER, parquet_bytes(table))

@@ -75,12 +75,15 @@ def raw_folder(benchmark: str) -> str:
 
 
 def spec_path(benchmark: str) -> str:
-    return f"raw/{benchmark}/benchmark.yaml"
+    return f"{raw_folder(benchmark)}/benchmark.yaml"
+
+
+LEDGER_FOLDER = "warehouse/upload_ledger"
 
 
 def ledger_path(benchmark: str) -> str:
     """The upload ledger: one row per file in ``raw/<benchmark>/``, accepted, rejected or refused."""
-    return f"warehouse/upload_ledger/{benchmark}.parquet"
+    return f"{LEDGER_FOLDER}/{benchmark}.parquet"
 
 
 def fingerprint_path(benchmark: str) -> str:
@@ -88,23 +91,26 @@ def fingerprint_path(benchmark: str) -> str:
     return f"warehouse/cache/fingerprints/{benchmark}.parquet"
 
 
+DERIVED_ROOT = "warehouse/derived"  # one folder per benchmark with uploads derived from harness logs
+
+
 def derived_folder(benchmark: str) -> str:
     """Uploads derived from harness logs under incoming/ (the ledger takes them like raw/<benchmark>/ files)."""
-    return f"warehouse/derived/{benchmark}"
+    return f"{DERIVED_ROOT}/{benchmark}"
 
 
 def derived_path(benchmark: str, agent: str) -> str:
-    return f"warehouse/derived/{benchmark}/{agent}.parquet"
+    return f"{derived_folder(benchmark)}/{agent}.parquet"
 
 
 def derived_spec_path(benchmark: str) -> str:
     """The benchmark.yaml inferred from harness logs; raw/<benchmark>/benchmark.yaml overrides it."""
-    return f"warehouse/derived/{benchmark}/benchmark.yaml"
+    return f"{derived_folder(benchmark)}/benchmark.yaml"
 
 
 def classify_input_path(path: str) -> RawPath | None:
     """Like :func:`classify_raw_path`, for the inputs of a benchmark: raw files and derived uploads."""
-    if path.startswith("warehouse/derived/"):
+    if path.startswith(f"{DERIVED_ROOT}/"):
         parts = path.split("/")
         benchmark = check_name(parts[2], "benchmark", path)
         if parts[3] == "benchmark.yaml":
@@ -120,20 +126,30 @@ def tags_path(benchmark: str) -> str:
 
 def accepted_path(benchmark: str, agent: str) -> str:
     """An accepted upload, normalized: test_case_id, metric, score, meta.*."""
-    return f"warehouse/accepted/{benchmark}/{agent}.parquet"
+    return f"{accepted_folder(benchmark)}/{agent}.parquet"
 
 
 def accepted_folder(benchmark: str) -> str:
     return f"warehouse/accepted/{benchmark}"
 
 
+def warehouse_folder(asset: str) -> str:
+    """Where an asset's outputs lie, one file per partition (list it for the partitions written)."""
+    return f"warehouse/{asset}"
+
+
 def warehouse_path(asset: str, partition: str | None) -> str:
     """An asset's output: ``warehouse/<asset>/<partition>.parquet`` (``_all`` when unpartitioned)."""
-    return f"warehouse/{asset}/{partition or '_all'}.parquet"
+    return f"{warehouse_folder(asset)}/{partition or '_all'}.parquet"
+
+
+def in_folder(folder: str, name: str) -> str:
+    """A file listed in a folder (``store.list_dir`` gives names)."""
+    return f"{folder}/{name}"
 
 
 def figure_path(benchmark: str, name: str) -> str:
-    return f"warehouse/figures/{benchmark}/{name}.png"
+    return f"{figures_folder(benchmark)}/{name}.png"
 
 
 def figures_folder(benchmark: str) -> str:

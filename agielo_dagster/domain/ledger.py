@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from .contract import MAX_REPORT_CHARS, MAX_SPEC_BYTES, BenchmarkSpec, IngestError, parse_benchmark_spec
+from .contract import DEFAULT_FULL_COVERAGE, MAX_REPORT_CHARS, MAX_SPEC_BYTES, BenchmarkSpec, IngestError, parse_benchmark_spec
 from .layout import (
     accepted_folder,
     accepted_path,
@@ -37,6 +37,7 @@ from .layout import (
     derived_folder,
     derived_spec_path,
     fingerprint_path,
+    in_folder,
     ledger_path,
     raw_folder,
     spec_path,
@@ -79,7 +80,7 @@ class Ledger:
     rows: tuple[dict, ...]
     scoring: str = ""  # the scoring the accepted uploads were scored with, as JSON (make_scoring's config)
     description: str = ""
-    full_coverage: float = 0.8
+    full_coverage: float = DEFAULT_FULL_COVERAGE
 
     @property
     def provisional_agents(self) -> set[str]:
@@ -177,7 +178,7 @@ def read_ledger(store: Store, benchmark: str) -> Ledger | None:
         tuple(table.to_pylist()),
         meta.get("scoring", ""),
         meta.get("description", ""),
-        float(meta.get("full_coverage", 0.8)),
+        float(meta.get("full_coverage", DEFAULT_FULL_COVERAGE)),
     )
 
 
@@ -384,7 +385,7 @@ def refresh_ledger(
     accepted_agents = {r["agent"] for r in rows.values() if r["status"] == "accepted"}
     for name in have_accepted_file:
         if name.endswith(".parquet") and name.removesuffix(".parquet") not in accepted_agents:
-            store.remove(f"{accepted_folder(benchmark)}/{name}")
+            store.remove(in_folder(accepted_folder(benchmark), name))
     listing = [StoredFile(f.path, f.size, f.fingerprint, f.version or learned.get(f.path, ""), f.symlink) for f in listing]
     write_fingerprints(store, benchmark, listing, listed_at_ns)
 
@@ -395,7 +396,7 @@ def refresh_ledger(
         tuple(rows[p] for p in sorted(rows)),
         scoring,
         spec.description if spec else "",
-        spec.full_coverage if spec else 0.8,
+        spec.full_coverage if spec else DEFAULT_FULL_COVERAGE,
     )
     changed = [r for p, r in sorted(rows.items()) if previous.get(p) != r]
     changed += [{**r, "status": "removed"} for p, r in sorted(previous.items()) if p not in rows]

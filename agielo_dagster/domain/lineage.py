@@ -1,12 +1,17 @@
 """Code versions and input digests: what every output records about where it came from.
 
-``CODE_VERSION`` is the package version plus a hash of every module whose code can change an
-output: the engine (``agielo_dagster.rating``, recursively), the domain (contract, readers,
-ledger, figures, reports) and the Dagster layer's assets and warehouse IO manager. Modules that
-only decide *when* work runs (sensors, schedules, jobs, the CLI, storage access) are left out, so
-changing them re-rates nothing. ``INGEST_VERSION`` covers the modules that decide whether an upload
-is accepted and how it is normalized: a change there re-validates every upload.
+One code version per concern, so that a change re-runs only what it can change:
 
+- ``INGEST_VERSION``: the modules that decide whether an upload is accepted and how it is
+  normalized; a change there re-validates every upload (and so re-rates).
+- ``PRESENTATION_VERSION``: figures, the report and the explorer, and the asset that renders them;
+  a change there re-renders the reports and re-rates nothing.
+- ``RATING_VERSION``: every other module whose code can change an output: the engine
+  (``agielo_dagster.rating``, recursively), the rest of the domain, the assets and the warehouse IO
+  manager; a change there re-rates. It is part of every benchmark's inputs digest.
+
+Each is the package version plus a hash of its files. Modules that only decide *when* work runs
+(sensors, schedules, jobs, the CLI, storage access) are in none, so changing them re-runs nothing.
 Files are located with ``importlib.util.find_spec``, which imports no Dagster code.
 """
 
@@ -19,12 +24,18 @@ from pathlib import Path
 
 from .. import __version__
 
-# modules and packages (recursively) whose source can change outputs
+# modules and packages (recursively) whose source can change outputs: the rating concern, less presentation
 OUTPUT_SOURCES: tuple[str, ...] = (
     "agielo_dagster.rating",
     "agielo_dagster.domain",
     "agielo_dagster.assets",
     "agielo_dagster.resources.warehouse",
+)
+PRESENTATION_SOURCES: tuple[str, ...] = (
+    "agielo_dagster.domain.figures",
+    "agielo_dagster.domain.report",
+    "agielo_dagster.domain.explorer",
+    "agielo_dagster.assets.reports",
 )
 INGEST_SOURCES: tuple[str, ...] = (
     "agielo_dagster.domain.contract",
@@ -33,8 +44,7 @@ INGEST_SOURCES: tuple[str, ...] = (
     "agielo_dagster.domain.ledger",
     "agielo_dagster.rating.scoring",
 )
-# the explorer page's package files are code too
-SOURCE_SUFFIXES = frozenset({".py", ".css", ".html", ".js"})
+SOURCE_SUFFIXES = (".py", ".html", ".css", ".js")  # code, and the page files a module or package carries
 
 
 def source_files(modules: Iterable[str]) -> list[Path]:
@@ -48,7 +58,8 @@ def source_files(modules: Iterable[str]) -> list[Path]:
             for folder in spec.submodule_search_locations:
                 files.update(p for p in Path(folder).rglob("*") if p.suffix in SOURCE_SUFFIXES and "__pycache__" not in p.parts)
         elif spec.origin and spec.origin.endswith(".py"):
-            files.add(Path(spec.origin))
+            origin = Path(spec.origin)  # a module, and its page files beside it (explorer.py: explorer.js, …)
+            files.update(p for p in origin.parent.glob(f"{origin.stem}.*") if p.suffix in SOURCE_SUFFIXES)
     return sorted(files)
 
 
@@ -71,7 +82,13 @@ def _label(path: Path) -> str:
     return path.name
 
 
-CODE_VERSION = f"{__version__}+{source_digest(source_files(OUTPUT_SOURCES))}"
+def rating_files() -> list[Path]:
+    presentation = set(source_files(PRESENTATION_SOURCES))
+    return [p for p in source_files(OUTPUT_SOURCES) if p not in presentation]
+
+
+RATING_VERSION = f"{__version__}+{source_digest(rating_files())}"
+PRESENTATION_VERSION = f"{__version__}+{source_digest(source_files(PRESENTATION_SOURCES))}"
 INGEST_VERSION = f"{__version__}+{source_digest(source_files(INGEST_SOURCES))}"
 
 

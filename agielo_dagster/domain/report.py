@@ -8,6 +8,7 @@ import html
 
 import pandas as pd
 
+from .layout import warehouse_path
 from .standing import headline, unusual_agents
 
 TITLES = {
@@ -201,13 +202,13 @@ reliability at 100% of the matches: ρ(test cases) <span id="rho-test-cases">{fi
 <ul id="unusual">{unusual}</ul>
 <p class="muted">Rank: <strong>=</strong> where agents share it (no interval separates them); rank range: the best
 and worst ranks the intervals allow; interval: the rating's 90% interval.{zoom}</p>
-<div id="gaps">{_html_table(board, cells, f"warehouse/competency_gap_tables/{benchmark}.parquet", "leaderboard", lead + gap_columns)}</div>
+<div id="gaps">{_html_table(board, cells, warehouse_path("competency_gap_tables", benchmark), "leaderboard", lead + gap_columns)}</div>
 <h2>Hardest test cases</h2>
 <div id="hardest">{_table(hardest)}</div>
 {sections}
 <h2>Inputs and code</h2>
 <p>Inputs digest <code id="inputs-digest" title="{html.escape(inputs_digest)}">{html.escape(inputs_digest)}</code>;
 code version <code id="code-version">{html.escape(code_version)}</code>.</p>
-<div id="inputs">{_html_table(inputs, DIGEST_CELLS, where=f"warehouse/input_manifests/{benchmark}.parquet")}</div>
+<div id="inputs">{_html_table(inputs, DIGEST_CELLS, where=warehouse_path("input_manifests", benchmark))}</div>
 </body></html>
 """

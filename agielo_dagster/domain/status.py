@@ -4,13 +4,17 @@ A benchmark is **stale** exactly when
 
 - its raw folder no longer matches its ledger (a file is new, changed or gone, ``benchmark.yaml``
   changed, or the ingest code changed), or
-- it has accepted uploads and the digest recorded in its last output differs from the ledger's
-  inputs digest (accepted uploads' versions, ``benchmark.yaml``'s version, code version), or
-- it has no accepted upload left but still has outputs (they must be withdrawn).
+- it has accepted uploads and the digest recorded in its final outputs differs from the ledger's
+  inputs digest (accepted uploads' versions, ``benchmark.yaml``'s version, rating code version), or
+- it has no accepted upload left but still has outputs (they must be withdrawn), or
+- its inputs digest is current but a final output was made by other code than it is now declared
+  with (its own concern's code version, e.g. the report's presentation): then only those outputs
+  are redone (``BenchmarkState.redo``); nothing is re-rated.
 
 The sensor, the CLI and the runs themselves ask this through :func:`benchmark_state`. Nothing is
-read but listings, the ledger, the fingerprint cache and one parquet footer; no upload is read or
-hashed (a local file whose fingerprint is not in the cache counts as changed).
+read but listings, the ledger, the fingerprint cache and the final outputs' parquet footers (one
+today); no upload is read or hashed (a local file whose fingerprint is not in the cache counts as
+changed).
 """
 
 from __future__ import annotations
@@ -21,13 +25,17 @@ from dataclasses import dataclass
 from .contract import IngestError, check_name
 from .judgments import judgment_problems
 from .layout import (
+    DERIVED_ROOT,
     INCOMING_LEDGER,
+    LEDGER_FOLDER,
     accepted_folder,
     derived_spec_path,
     explorer_path,
     figures_folder,
     fingerprint_path,
+    in_folder,
     ledger_path,
+    raw_folder,
     report_path,
     spec_path,
     tags_path,
@@ -38,9 +46,9 @@ from .lineage import INGEST_VERSION
 from .store import StorageError, Store
 
 __all__ = [
-    "BENCHMARK_OUTPUTS",
+    "CODE_KEY",
     "DIGEST_KEY",
-    "FINAL_OUTPUT",
+    "BenchmarkOutputs",
     "BenchmarkState",
     "benchmark_state",
     "RawTopLevel",
@@ -50,23 +58,31 @@ __all__ = [
     "scan_raw",
 ]
 
-# every per-benchmark output, in the order a run writes them; the last one is written last
-BENCHMARK_OUTPUTS = (
-    "match_tables",
-    "provisional_matches",
-    "input_manifests",
-    "rating_snapshots",
-    "test_case_ratings",
-    "agent_ratings",
-    "reliability_reports",
-    "competency_gap_tables",
-    "test_case_tags",
-    "slice_ratings",
-    "ability_masses",
-    "benchmark_reports",
-)
-FINAL_OUTPUT = BENCHMARK_OUTPUTS[-1]
+
+@dataclass(frozen=True)
+class BenchmarkOutputs:
+    """A benchmark's outputs, as the layer that declares them names them (the domain names none).
+
+    ``rated``: what every rating run writes, in an order a run writes them; ``finals``: those of them
+    written after all the others they depend on (each records the inputs digest, so a benchmark is
+    current only when every final output is); ``other``: what nightly and on-demand runs write.
+    """
+
+    rated: tuple[str, ...]
+    finals: tuple[str, ...]
+    other: tuple[str, ...] = ()
+    code_versions: tuple[tuple[str, str], ...] = ()  # (output, the code version it is declared with)
+
+    def code_version(self, name: str) -> str | None:
+        return dict(self.code_versions).get(name)
+
+    def __post_init__(self):
+        if not self.rated or not set(self.finals) <= set(self.rated) or not self.finals:
+            raise ValueError(f"final outputs {self.finals} must be among the rated ones {self.rated}")
+
+
 DIGEST_KEY = "agielo.inputs_digest"
+CODE_KEY = "agielo.code_version"
 SMALL_FILE_BYTES = 64 * 1024
 
 
@@ -81,6 +97,7 @@ class BenchmarkState:
     outputs_present: bool
     reason: str  # why it is stale ('' when current)
     listing_digest: str = ""  # fingerprints of the raw folder: which state of the files this is
+    redo: tuple[str, ...] = ()  # when stale and not empty: only these outputs' code changed, a run of them suffices
 
     @property
     def stale(self) -> bool:
@@ -104,7 +121,7 @@ def scan_raw(store: Store) -> RawTopLevel:
     """Benchmark folders under ``raw/`` (safe names), and the refused entries beside them."""
     benchmarks, refused = [], []
     for name, kind in store.list_entries("raw"):
-        path = f"raw/{name}"
+        path = raw_folder(name)
         if kind == "symlink":
             refused.append(IngestError(path, "symlink", "a symbolic link; links are never followed"))
         elif kind == "file":
@@ -125,13 +142,13 @@ def scan_raw(store: Store) -> RawTopLevel:
 
 def present_benchmarks(store: Store, raw: RawTopLevel | None = None) -> set[str]:
     """Benchmarks with inputs: a folder under raw/, or uploads derived from harness logs."""
-    return set((raw or scan_raw(store)).benchmarks) | set(store.list_folders("warehouse/derived"))
+    return set((raw or scan_raw(store)).benchmarks) | set(store.list_folders(DERIVED_ROOT))
 
 
 def known_benchmarks(store: Store, raw: RawTopLevel | None = None) -> list[str]:
     """Benchmarks with inputs or a ledger (a removed folder's ledger still needs its outputs withdrawn)."""
     names = present_benchmarks(store, raw)
-    names |= {n.removesuffix(".parquet") for n in store.list_dir("warehouse/upload_ledger") if n.endswith(".parquet")}
+    names |= {n.removesuffix(".parquet") for n in store.list_dir(LEDGER_FOLDER) if n.endswith(".parquet")}
     return sorted(names)
 
 
@@ -182,18 +199,20 @@ def _ingest_reason(store: Store, benchmark: str, ledger: Ledger | None, raw_pres
     return ""
 
 
-def benchmark_state(store: Store, benchmark: str, code_version: str, raw: RawTopLevel | None = None) -> BenchmarkState:
-    """Where a benchmark stands (see the module docstring)."""
+def benchmark_state(
+    store: Store, benchmark: str, outputs: BenchmarkOutputs, code_version: str, raw: RawTopLevel | None = None
+) -> BenchmarkState:
+    """Where a benchmark stands (see the module docstring); ``outputs`` name what its runs write."""
     raw_present = benchmark in present_benchmarks(store, raw)
     ledger = read_ledger(store, benchmark)
     listing = input_files(store, benchmark) if raw_present else []
     ingest_reason = _ingest_reason(store, benchmark, ledger, raw_present, listing)
     seen = hashlib.sha256("\n".join(f"{f.path}\0{f.fingerprint}" for f in listing).encode()).hexdigest()[:16]
-    meta = store.parquet_metadata(warehouse_path(FINAL_OUTPUT, benchmark))
-    rated = (meta or {}).get(DIGEST_KEY)
+    footers = final_footers(store, benchmark, outputs)
+    rated = rated_digest(footers)
     accepted = len(ledger.accepted) if ledger else 0
     digest = ledger.inputs_digest(code_version) if ledger else None
-    outputs_present = meta is not None or store.exists(warehouse_path("match_tables", benchmark))
+    outputs_present = rated is not None or store.exists(warehouse_path(outputs.rated[0], benchmark))
     if ingest_reason:
         reason = ingest_reason
     elif accepted and rated != digest:
@@ -202,7 +221,31 @@ def benchmark_state(store: Store, benchmark: str, code_version: str, raw: RawTop
         reason = "no accepted upload left: outputs must be withdrawn"
     else:
         reason = ""
-    return BenchmarkState(benchmark, raw_present, bool(ingest_reason), accepted, digest, rated, outputs_present, reason, seen)
+    redo = () if reason or not accepted else other_code(footers, outputs)
+    if redo:
+        reason = f"the code of {', '.join(redo)} changed (its inputs did not)"
+    return BenchmarkState(
+        benchmark, raw_present, bool(ingest_reason), accepted, digest, rated, outputs_present, reason, seen, redo
+    )
+
+
+def final_footers(store: Store, benchmark: str, outputs: BenchmarkOutputs) -> dict[str, dict | None]:
+    """The key-value metadata of each final output (None for a missing one)."""
+    return {name: store.parquet_metadata(warehouse_path(name, benchmark)) for name in outputs.finals}
+
+
+def rated_digest(footers: dict[str, dict | None]) -> str | None:
+    """The inputs digest every final output records; None when one is missing, '' when they disagree
+    (an interrupted run: stale either way)."""
+    if any(meta is None for meta in footers.values()):
+        return None
+    digests = {meta.get(DIGEST_KEY, "") for meta in footers.values()}
+    return digests.pop() if len(digests) == 1 else ""
+
+
+def other_code(footers: dict[str, dict | None], outputs: BenchmarkOutputs) -> tuple[str, ...]:
+    """The final outputs made by other code than they are declared with."""
+    return tuple(name for name, meta in footers.items() if (meta or {}).get(CODE_KEY) != outputs.code_version(name))
 
 
 def quarantine_digest(store: Store, raw: RawTopLevel) -> str:
@@ -219,21 +262,18 @@ def quarantine_digest(store: Store, raw: RawTopLevel) -> str:
     return "sha256:" + digest.hexdigest()[:16]
 
 
-NIGHTLY_OUTPUTS = ("estimator_comparison", "rating_uncertainty", "reliability_heldout")
-ON_DEMAND_OUTPUTS = ("placement_plans",)
-
-
-def withdraw(store: Store, benchmark: str, *, everything: bool = False) -> list[str]:
-    """Remove a benchmark's outputs (the final one first, so an interrupted withdrawal still reads as stale).
+def withdraw(store: Store, benchmark: str, outputs: BenchmarkOutputs, *, everything: bool = False) -> list[str]:
+    """Remove a benchmark's outputs (the final ones first, so an interrupted withdrawal still reads as stale).
 
     With ``everything`` (its raw folder is gone) the ledger, the fingerprint cache and the accepted
     uploads go too, the ledger last. Returns the removed paths.
     """
-    paths = [warehouse_path(a, benchmark) for a in (*reversed(BENCHMARK_OUTPUTS), *NIGHTLY_OUTPUTS, *ON_DEMAND_OUTPUTS)]
-    paths += [f"{figures_folder(benchmark)}/{n}" for n in store.list_dir(figures_folder(benchmark))]
+    names = [*outputs.finals, *(n for n in reversed(outputs.rated) if n not in outputs.finals), *outputs.other]
+    paths = [warehouse_path(n, benchmark) for n in names]
+    paths += [in_folder(figures_folder(benchmark), n) for n in store.list_dir(figures_folder(benchmark))]
     paths += [report_path(benchmark), explorer_path(benchmark)]
     if everything:
-        paths += [f"{accepted_folder(benchmark)}/{n}" for n in store.list_dir(accepted_folder(benchmark))]
+        paths += [in_folder(accepted_folder(benchmark), n) for n in store.list_dir(accepted_folder(benchmark))]
         paths += [fingerprint_path(benchmark), ledger_path(benchmark)]
     removed = []
     for path in paths:

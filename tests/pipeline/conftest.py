@@ -9,10 +9,13 @@ import pandas as pd
 import pytest
 from agielo_dagster.resources.storage import ObjectStorage
 
-from agielo_dagster.definitions import build_definitions
+from agielo_dagster.definitions import build_definitions, defs
+from agielo_dagster.outputs import benchmark_outputs
 from agielo_dagster.rating import simulate_matches
 from agielo_dagster.sensors import benchmarks_sensor
 
+OUTPUTS = benchmark_outputs(defs.resolve_asset_graph())
+BENCHMARK_OUTPUTS = OUTPUTS.rated  # what every rating run writes, the final output last
 QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 
 
@@ -84,6 +87,7 @@ class Daemon:
                     partition_key=request.partition_key,
                     tags=request.tags,
                     raise_on_error=False,
+                    asset_selection=request.asset_selection,
                 )
             )
         self.runs.extend(results)

@@ -11,9 +11,8 @@ import pytest
 from agielo_dagster.resources.storage import ObjectStorage
 
 from agielo_dagster.cli import print_summary
-from agielo_dagster.domain.status import BENCHMARK_OUTPUTS
 
-from .conftest import Daemon, write_benchmark
+from .conftest import BENCHMARK_OUTPUTS, Daemon, write_benchmark
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "bad"
 UNSAFE = {"a..b.csv": "safe_name", "back\\slash.csv": "safe_name", "bell\x07.csv": "safe_name", "x" * 200 + ".csv": "safe_name"}

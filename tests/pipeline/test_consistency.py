@@ -6,9 +6,7 @@ import dagster as dg
 import pandas as pd
 from agielo_dagster.resources.storage import ObjectStorage
 
-from agielo_dagster.domain.status import BENCHMARK_OUTPUTS
-
-from .conftest import Daemon, write_benchmark, write_log
+from .conftest import BENCHMARK_OUTPUTS, Daemon, write_benchmark, write_log
 
 
 def outputs(root, benchmark):

@@ -6,17 +6,14 @@ import sys
 
 import pytest
 
-from agielo_dagster.domain.status import BENCHMARK_OUTPUTS, NIGHTLY_OUTPUTS
-
 from ..devserver import REPO, DagsterDev
-from .conftest import write_benchmark
+from .conftest import BENCHMARK_OUTPUTS, OUTPUTS, write_benchmark
 
 ASSETS = {
     "harness_uploads",
     "upload_ledger",
     *BENCHMARK_OUTPUTS,
-    *NIGHTLY_OUTPUTS,
-    "placement_plans",
+    *OUTPUTS.other,
     "quarantine_report",
     "difficulty_judgments",
 }

@@ -18,9 +18,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agielo_dagster.domain.status import BENCHMARK_OUTPUTS
-
 from ..devserver import REPO
+from .conftest import BENCHMARK_OUTPUTS
 
 AGENTS, TEST_CASES = 30, 10_000  # 300,000 matches
 

@@ -7,11 +7,10 @@ import dagster as dg
 import pandas as pd
 import pytest
 
-from agielo_dagster.domain.lineage import CODE_VERSION
-from agielo_dagster.domain.status import BENCHMARK_OUTPUTS
+from agielo_dagster.domain.lineage import RATING_VERSION
 from agielo_dagster.schedules import nightly_rerate
 
-from .conftest import write_benchmark, write_log
+from .conftest import BENCHMARK_OUTPUTS, write_benchmark, write_log
 
 
 def read(root, asset, benchmark):
@@ -58,7 +57,7 @@ def test_new_uploads_become_one_run_per_benchmark(daemon, root):
     # lineage: each row reaches its input file, version, the benchmark's input set and the code version
     assert set(gaps["source_path"]) == {f"raw/quiz/agent_{i}.csv" for i in range(4)}
     assert gaps["source_version"].str.startswith("sha256:").all()
-    assert (gaps["code_version"] == CODE_VERSION).all() and gaps["inputs_digest"].nunique() == 1
+    assert (gaps["code_version"] == RATING_VERSION).all() and gaps["inputs_digest"].nunique() == 1
     matches = read(root, "match_tables", "quiz")
     assert list(matches.columns) == ["test_case_id", "agent_id", "metric", "score", "source_path", "source_version"]
     assert len(matches) == 4 * 60

@@ -78,10 +78,10 @@ from agielo_dagster.domain.harness import drops_of
 from agielo_dagster.domain.incoming import read_incoming
 from agielo_dagster.domain.layout import explorer_path, report_path, warehouse_path
 from agielo_dagster.domain.ledger import input_files, read_ledger
-from agielo_dagster.domain.status import BENCHMARK_OUTPUTS, present_benchmarks
+from agielo_dagster.domain.status import present_benchmarks
 
 from ..harness.conftest import lm_eval_logs  # noqa: F401, F811  (the real lm-eval logs: a fixture of the deep profile)
-from .conftest import QUIET, Daemon, failures
+from .conftest import BENCHMARK_OUTPUTS, QUIET, Daemon, failures
 
 # Seams fixed on other branches of issue 21; the lead clears each name when its branch merges:
 # - disconnected_upload, partial_upload_of_unknown_ids: h/seams-comp (components, `status` in agent_ratings)
