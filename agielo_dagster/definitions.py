@@ -6,37 +6,18 @@ import warnings
 import dagster as dg
 
 from . import threads  # noqa: F401 - first of the package: sets the thread environment before numpy loads
-from .assets.capabilities import capabilities
-from .assets.estimators import estimator_comparison, rating_uncertainty, reliability_heldout
-from .assets.incoming import harness_logs_readable, harness_uploads
-from .assets.judgments import difficulty_judgments, judgments_accepted
-from .assets.ledger import upload_ledger
-from .assets.matches import match_tables
-from .assets.plans import placement_plans
-from .assets.quarantine import quarantine_report
-from .assets.ratings import competency_gap_tables, ratings
-from .assets.reports import benchmark_reports
+
+# isort: split
+from . import assets as asset_modules
 from .jobs import convert_incoming, plan_placement, rank_judgments, rate_benchmarks, rate_benchmarks_nightly, report_quarantine
 from .resources.storage import ObjectStorage
 from .resources.warehouse import WarehouseIOManager
 from .schedules import nightly_rerate
 from .sensors import benchmarks_sensor, judgments_sensor
 
-ASSETS = [
-    harness_uploads,
-    upload_ledger,
-    match_tables,
-    ratings,
-    competency_gap_tables,
-    capabilities,
-    benchmark_reports,
-    quarantine_report,
-    estimator_comparison,
-    rating_uncertainty,
-    reliability_heldout,
-    difficulty_judgments,
-    placement_plans,
-]
+# found, not listed: every asset and asset check of the assets package (a new module there is picked up)
+ASSETS = dg.load_assets_from_package_module(asset_modules)
+ASSET_CHECKS = dg.load_asset_checks_from_package_module(asset_modules)
 
 
 def executor_from_environment() -> dg.ExecutorDefinition:
@@ -68,7 +49,7 @@ def build_definitions(storage: ObjectStorage | None = None) -> dg.Definitions:
         assets = dg.with_source_code_references(ASSETS)
     return dg.Definitions(
         assets=assets,
-        asset_checks=[harness_logs_readable, judgments_accepted],
+        asset_checks=ASSET_CHECKS,
         jobs=[convert_incoming, plan_placement, rate_benchmarks, rate_benchmarks_nightly, rank_judgments, report_quarantine],
         sensors=[benchmarks_sensor, judgments_sensor],
         schedules=[nightly_rerate],
