@@ -21,16 +21,20 @@ def test_every_classifier_left_out_lands_where_the_joint_refinement_puts_it_rela
 
     The absolute rating moves with the scale's level, which follows the Glicko scale's at the
     median agent: dropping adaboost (the weakest, probabilities near 0.5) moves the others' level
-    by 19 Elo, as it moves Glicko's by 18 (see the next test).
+    by 19 Elo, as it moves Glicko's by 18 (see the next test), so adaboost placed lands 18 Elo
+    from its joint rating (benchmarks/placement_refined.py; Glicko placement: at most 4.9).
     """
     joint = rate(demo_breast_cancer, seed=1, with_reliability=False, refine=True).agents.set_index("agent_id")
-    relative, covered = [], []
+    relative, absolute, covered = [], [], []
     for agent in joint.index:
         _, rest, placed = _leave_out(demo_breast_cancer, agent)
         relative.append((placed["mu"] - rest.mean()) - (joint.loc[agent, "mu"] - joint["mu"].drop(agent).mean()))
+        absolute.append(placed["mu"] - joint.loc[agent, "mu"])
         covered.append(placed["mu_lo"] <= joint.loc[agent, "mu"] <= placed["mu_hi"])
     assert np.abs(relative).max() < 2.0
-    assert np.mean(covered) >= 12 / 13  # adaboost's level shift is the one miss
+    # absolute: median 1.9, max 18.4 Elo (adaboost; 45 when the level was the test cases' MAP level)
+    assert np.median(np.abs(absolute)) < 4.0 and np.abs(absolute).max() < 22.0
+    assert all(covered)  # 13 of 13 (12 of 13 before the median anchor)
 
 
 def test_dropping_the_weakest_agent_moves_the_refined_level_as_little_as_the_glicko_one(demo_breast_cancer):
