@@ -611,7 +611,7 @@ class RatingResult:
 
         - ``mu``: the mean over the orders; ``sigma``: the standard deviation of the mixture
           of the orders' Glicko posteriors, √(mean σ² + variance of μ across orders);
-          refined (``refine=True``): the joint
+          refined (the default; see ``refine``): the joint
           refinement's rating and its standard error relative to the component's mean
           (:mod:`agielo_dagster.rating.refine`);
         - ``mu_order_sd``: the spread of the Glicko μ across the orders (NaN with a single order);
@@ -674,7 +674,7 @@ def rate(
     with_reliability: bool = True,
     level: float = DEFAULT_LEVEL,
     workers: int | None = None,
-    refine: bool = False,
+    refine: bool | None = None,
 ) -> RatingResult:
     """Rate every test case and agent of a match table with sequential Glicko-1, over several match orders.
 
@@ -705,13 +705,15 @@ def rate(
         Confidence level of ``mu_lo, mu_hi`` and of the ranks.
     workers : int
         Threads for the orders and the reliability (default: the cores available).
-    refine : bool
+    refine : bool or None
         Replace the Glicko ratings and intervals by the joint refinement of
         :mod:`agielo_dagster.rating.refine`: an unbiased scale and calibrated intervals at any
-        spread of the agents, dense or sparse, binary or graded. Off by default: newcomers placed
-        by :func:`place_agents` (provisional uploads, slices, adaptive selection) land on the Glicko
-        scale, 65 Elo from the refined ratings on average on the digits demo (docs/engine.md,
-        "Intervals and ranks you can publish").
+        spread of the agents, dense or sparse, binary or graded, its level the Glicko scale's at
+        the median agent. ``None`` (the default) refines unless ``shuffles`` is 1: several orders
+        are this engine's ratings, refined; a single order is the AGI-Elo paper's procedure and
+        reproduces its published ratings exactly, so it stays Glicko alone (pass ``refine=True``
+        to refine it too). Skipped, with a :class:`~agielo_dagster.rating.refine.RefinementSkippedWarning`,
+        above ``refine.MAX_AGENTS`` agents or ``refine.MAX_PAIRS`` agent pairs sharing a test case.
 
     Returns
     -------
@@ -759,7 +761,7 @@ def rate_encoded(m: Matches, settings: dict, *, warn: bool = True) -> RatingResu
     seed, shuffle, shuffles, level = settings["seed"], settings["shuffle"], settings["shuffles"], settings["level"]
     init_mu, init_sigma, workers = settings["init_mu"], settings["init_sigma"], settings["workers"]
     with_reliability = settings["with_reliability"]
-    refine = bool(settings["refine"])
+    refine = shuffles != 1 if settings["refine"] is None else bool(settings["refine"])
     snapshot_fractions, test_case_snapshot_fractions = settings["snapshot_fractions"], settings["test_case_snapshot_fractions"]
     fractions = _check_fractions(snapshot_fractions, "snapshot_fractions")
     tc_fractions = _check_fractions(test_case_snapshot_fractions, "test_case_snapshot_fractions")

@@ -18,23 +18,30 @@ at once, starting from the Glicko ratings:
    truth 1.14–1.22 with 10 % of pairs played), scaled by the dispersion of the scores (1 for
    binary; for graded scores the pairs' Pearson statistic per degree of freedom). Firth's
    correction also keeps an agent that beats every rival finite. Comparisons fix only
-   differences: each component's agents keep their Glicko mean until step 3.
+   differences.
 2. **Intervals from the sandwich.** The pairs of one test case share its outcomes, so the
    variance is the robust one clustered by test case: H⁻¹ B H⁻¹ with H the equations' Jacobian
    and B = Σ_t U_t U_tᵀ (U_t: test case t's contribution to every agent's equation). It holds
    for graded scores (no likelihood is assumed) and gives each agent's rating relative to the
    mean of its component, which is what Elo ratings mean.
-3. **Test cases and the common level, jointly (MAP).** Given the agents' differences, each
-   test case's rating and each component's common agent shift δ maximize the (quasi-)likelihood
-   Σ S log E + (1 − S) log(1 − E) with the Glicko prior N(init_mu, init_sigma²) on every test
-   case: a test case every agent solves (or none does) has no finite maximum-likelihood rating,
-   and the prior gives it one, as Glicko's own start does. ``sigma`` of a test case is its
+3. **The common level, from the Glicko scale.** Each component's refined agents are shifted so
+   that the median of (Glicko − refined) over them is 0: the scale's level is the Glicko (paper)
+   scale's at its median agent, which an agent added or removed at the edge barely moves. On
+   breast_cancer, dropping adaboost (the weakest, probabilities near 0.5) moves the other agents'
+   refined level by 19 Elo (Glicko's own level moves by 17 there); the level fitted jointly with
+   the test cases under their prior moved by 46, as a mean anchor would by 25: the test cases every
+   agent solves take their level from the prior, and the weakest agent's results decide where.
+4. **Test cases, given the agents (MAP).** Each test case's rating maximizes the
+   (quasi-)likelihood Σ S log E + (1 − S) log(1 − E) with the Glicko prior N(init_mu,
+   init_sigma²): a test case every agent solves (or none does) has no finite maximum-likelihood
+   rating, and the prior gives it one, as Glicko's own start does. ``sigma`` of a test case is its
    posterior sd, 1/√(q²ΣE(1 − E) + 1/init_sigma²).
 
 Cost: two passes over every (agent, agent) pair sharing a test case (Σ_t n_t² work, n_t the
 agents of test case t) in compiled loops, a Newton solve on n_a × n_a matrices, and a few O(n)
-passes for the test cases. Benchmarks of more than ``MAX_AGENTS`` agents keep the Glicko ratings
-(``refined`` False): the matrices would not fit comfortably.
+passes for the test cases. Benchmarks of more than ``MAX_AGENTS`` agents or ``MAX_PAIRS`` pairs keep
+the Glicko ratings (``refined`` False, with a :class:`RefinementSkippedWarning`): the matrices would
+not fit comfortably, or the pairs would cost more than the Glicko orders themselves.
 """
 
 from __future__ import annotations
@@ -48,7 +55,15 @@ import numpy as np
 
 from ._kernels import Q, group_by
 
-__all__ = ["MAX_AGENTS", "RefinedPlacement", "RefinedRatings", "RefinementSkippedWarning", "place_refined", "refine_ratings"]
+__all__ = [
+    "MAX_AGENTS",
+    "MAX_PAIRS",
+    "RefinedPlacement",
+    "RefinedRatings",
+    "RefinementSkippedWarning",
+    "place_refined",
+    "refine_ratings",
+]
 
 
 class RefinementSkippedWarning(UserWarning):
@@ -57,6 +72,8 @@ class RefinementSkippedWarning(UserWarning):
 
 MAX_AGENTS = 2048
 """Above this many agents the refinement is skipped (n_a × n_a matrices of 32 MiB each)."""
+MAX_PAIRS = 1_000_000_000
+"""Above this many (agent, agent) pairs sharing a test case, Σ_t n_t², the refinement is skipped (its cost)."""
 _TOL = 1e-6  # Elo: Newton stops when no rating moves more than this
 _MAX_ITER = 100
 _MAX_STEP = 400.0  # Elo: a Newton step is clipped to this (the equations are concave, steps only shrink)
@@ -203,21 +220,17 @@ def pair_pearson(start, agent, score, strength):
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def level_sums(agent, test_case, score, a_strength, t_strength, a_comp, n_test_cases, n_components):
-    """Per test case Σ(S − E) and ΣE(1 − E) (E: the agent's expected score), per component Σ(S − E)."""
+def test_case_sums(agent, test_case, score, a_strength, t_strength, n_test_cases):
+    """Per test case Σ(S − E) and ΣE(1 − E) (E: the agent's expected score)."""
     g_t = np.zeros(n_test_cases)
     v_t = np.zeros(n_test_cases)
-    g_c = np.zeros(n_components)
     for i in range(len(agent)):
-        a = agent[i]
         t = test_case[i]
-        xa = a_strength[a]
+        xa = a_strength[agent[i]]
         e = xa / (xa + t_strength[t])
-        r = score[i] - e
-        g_t[t] += r
+        g_t[t] += score[i] - e
         v_t[t] += e * (1.0 - e)
-        g_c[a_comp[a]] += r
-    return g_t, v_t, g_c
+    return g_t, v_t
 
 
 def _strengths(mu: np.ndarray, centre: float) -> np.ndarray:
@@ -270,44 +283,34 @@ def _agents(w: np.ndarray, start: np.ndarray, component: np.ndarray, firth: floa
     return mu, hess + np.diag(np.where(compared, 0.0, 1.0)), it
 
 
-def _level(m, a_mu, t_mu0, a_comp, t_comp, n_components, init_mu, init_sigma):
-    """Test cases' MAP ratings and each component's common agent shift δ, jointly (Newton, Schur complement on δ)."""
+def _anchored(diffs: np.ndarray, glicko_mu: np.ndarray, component: np.ndarray, compared: np.ndarray) -> np.ndarray:
+    """Each component's refined agents shifted so that the median of (Glicko − refined) over them is 0.
+
+    The comparisons fix only differences; the level comes from the Glicko scale through the median
+    agent, which an agent added or removed at the edge barely moves (a mean, or the test cases'
+    MAP level, moves with it: see the module's notes).
+    """
+    mu = diffs.copy()
+    for comp in np.unique(component[compared]):
+        members = compared & (component == comp)
+        mu[members] += np.median(glicko_mu[members] - diffs[members])
+    return mu
+
+
+def _test_cases(m, a_mu, t_mu0, played, init_mu, init_sigma):
+    """Test cases' MAP ratings given the agents' (Newton per test case, prior N(init_mu, init_sigma²)) and posterior sd."""
     prior_prec = 1.0 / (init_sigma * init_sigma)
+    a_x = _strengths(a_mu, init_mu)
     t_mu = t_mu0.copy()
-    shift = np.zeros(n_components)
-    comp = np.maximum(t_comp, 0)
-    played = t_comp >= 0
-
-    def sums():  # the test cases' and components' score sums at the current ratings
-        return level_sums(
-            m.agent,
-            m.test_case,
-            m.score,
-            _strengths(a_mu + shift[a_comp], init_mu),
-            _strengths(t_mu, init_mu),
-            a_comp,
-            m.n_test_cases,
-            n_components,
-        )
-
     for _ in range(_MAX_ITER):
-        g_t, v_t, g_c = sums()
-        grad_t = -Q * g_t - prior_prec * (t_mu - init_mu)  # ∂ℓ/∂θ_t
-        grad_c = Q * g_c  # ∂ℓ/∂δ_c
-        e_t = Q * Q * v_t
-        d_t = e_t + prior_prec
-        # x_θ = (g_θ + e x_δ)/d; x_δ = (g_δ + Σ e g_θ/d) / Σ e (1 − e/d)
-        num = grad_c + np.bincount(comp[played], (e_t * grad_t / d_t)[played], n_components)
-        den = np.bincount(comp[played], (e_t * prior_prec / d_t)[played], n_components)
-        x_c = np.clip(np.where(den > 0, num / np.where(den > 0, den, 1.0), 0.0), -_MAX_STEP, _MAX_STEP)
-        x_t = np.clip(np.where(played, (grad_t + e_t * x_c[comp]) / d_t, 0.0), -_MAX_STEP, _MAX_STEP)
-        t_mu += x_t
-        shift += x_c
-        if max(np.abs(x_t).max(initial=0.0), np.abs(x_c).max(initial=0.0)) < _TOL:
+        g_t, v_t = test_case_sums(m.agent, m.test_case, m.score, a_x, _strengths(t_mu, init_mu), m.n_test_cases)
+        grad = -Q * g_t - prior_prec * (t_mu - init_mu)
+        step = np.clip(np.where(played, grad / (Q * Q * v_t + prior_prec), 0.0), -_MAX_STEP, _MAX_STEP)
+        t_mu += step
+        if np.abs(step).max(initial=0.0) < _TOL:
             break
-    _, v_t, _ = sums()
-    t_sig = 1.0 / np.sqrt(Q * Q * v_t + prior_prec)
-    return shift, t_mu, t_sig
+    _, v_t = test_case_sums(m.agent, m.test_case, m.score, a_x, _strengths(t_mu, init_mu), m.n_test_cases)
+    return t_mu, 1.0 / np.sqrt(Q * Q * v_t + prior_prec)
 
 
 def refine_ratings(
@@ -327,15 +330,16 @@ def refine_ratings(
     agents' mean up to its own common shift δ fitted with its test cases.
     """
     n_a = m.n_agents
-    n_components = int(agent_component.max(initial=-1)) + 1
-    if n_a > MAX_AGENTS:
+    n_pairs = pair_count(m)
+    too_big = n_a > MAX_AGENTS or n_pairs > MAX_PAIRS
+    if too_big:
         warnings.warn(
-            f"refine: {n_a:,} agents is more than {MAX_AGENTS:,} (n_a x n_a matrices): the Glicko ratings and "
-            "intervals are kept, not refined",
+            f"refine: {n_a:,} agents (limit {MAX_AGENTS:,}: n_a x n_a matrices) and {n_pairs:,} agent pairs sharing a "
+            f"test case (limit {MAX_PAIRS:,}: the cost): the Glicko ratings and intervals are kept, not refined",
             RefinementSkippedWarning,
             stacklevel=4,
         )
-    if n_a > MAX_AGENTS or len(m) == 0:
+    if too_big or len(m) == 0:
         return RefinedRatings(
             agent_mu.copy(), np.full(n_a, np.nan), test_case_mu.copy(), test_case_sigma.copy(), np.zeros(n_a, bool), 0
         )
@@ -349,11 +353,6 @@ def refine_ratings(
     played = test_case_component >= 0
     binary = _binary(m.score)
 
-    def level(diffs):
-        shift, t_mu, t_sig = _level(m, diffs, t_mu0, agent_component, test_case_component, n_components, init_mu, init_sigma)
-        mu = np.where(compared, diffs + shift[agent_component], glicko_mu)  # an agent compared with none keeps its Glicko rating
-        return mu, np.where(played, t_mu, test_case_mu), np.where(played, t_sig, test_case_sigma)
-
     # the pairwise equations with Firth's correction (binomial dispersion); graded scores: again at their own dispersion
     diffs, hess, iterations = _agents(w, glicko_mu, agent_component, 1.0)
     phi = 1.0
@@ -362,15 +361,37 @@ def refine_ratings(
         phi = min(total / max(n_pairs - int(compared.sum()), 1), 1.0)
         diffs, hess, more = _agents(w, diffs, agent_component, phi)
         iterations += more
-    mu, t_mu, t_sig = level(diffs)
+    mu = np.where(compared, _anchored(diffs, glicko_mu, agent_component, compared), glicko_mu)
+    t_mu, t_sig = _test_cases(m, mu, t_mu0, played, init_mu, init_sigma)
+    t_mu, t_sig = np.where(played, t_mu, test_case_mu), np.where(played, t_sig, test_case_sigma)
     # the sandwich of the pairwise equations, clustered by test case
-    h_inv = np.linalg.pinv(hess, hermitian=True)  # singular along each component's common shift
+    h_inv = _inverse_on_differences(hess, agent_component, compared)
     sandwich = np.diag(h_inv @ pair_meat(start, csr_agent, csr_score, _strengths(diffs, init_mu), n_a) @ h_inv)
     # the joint model's own standard errors (test cases profiled out), scaled by the scores' dispersion
     info = profiled_information(start, csr_agent, _strengths(mu, init_mu), _strengths(t_mu, init_mu), n_a)
-    model = np.diag(np.linalg.pinv(info, hermitian=True)) * phi
+    model = np.diag(_inverse_on_differences(info, agent_component, compared)) * phi
     se = np.where(compared, np.sqrt(np.maximum(np.maximum(model, sandwich), 0.0)), np.nan)
     return RefinedRatings(mu, se, t_mu, t_sig, compared, iterations)
+
+
+def _inverse_on_differences(mat: np.ndarray, component: np.ndarray, compared: np.ndarray) -> np.ndarray:
+    """The pseudo-inverse of ``mat``, singular along each component's common shift u_c: (mat + s Σ u_c u_cᵀ)⁻¹ − Σ u_c u_cᵀ / s.
+
+    Not ``pinv``: its cutoff is relative to the largest eigenvalue, and with thousands of test cases
+    the rounding left on the null direction passed it (standard errors of 7·10⁷ Elo, 5 agents × 2,400).
+    """
+    shift = np.zeros_like(mat)
+    for comp in np.unique(component[compared]):
+        idx = np.flatnonzero(compared & (component == comp))
+        shift[np.ix_(idx, idx)] = 1.0 / len(idx)
+    s = max(float(np.abs(np.diag(mat)).max(initial=0.0)), 1e-12)
+    return np.linalg.pinv(mat + s * shift + np.diag(np.where(compared, 0.0, s)), hermitian=True) - shift / s
+
+
+def pair_count(m) -> int:
+    """Σ_t n_t²: the (agent, agent) pairs sharing a test case that each pass of the refinement visits."""
+    n_t = np.bincount(m.test_case, minlength=m.n_test_cases).astype(np.int64)
+    return int((n_t * n_t).sum())
 
 
 def _binary(score: np.ndarray) -> bool:
@@ -485,9 +506,10 @@ def place_on_refined(
 
     from .frames import to_pandas
     from .intervals import z_of
+    from .schema import MATCH_COLUMNS
 
     z = z_of(level)
-    new = to_pandas(new_matches)[["test_case_id", "agent_id", "metric", "score"]]
+    new = to_pandas(new_matches)[list(MATCH_COLUMNS)]
     rated = to_pandas(rated_matches)[["test_case_id", "agent_id", "score"]]
     mu_of = to_pandas(rated_agents).set_index("agent_id")["mu"].astype(np.float64)
     rated = rated.assign(rival_mu=rated["agent_id"].map(mu_of).to_numpy()).dropna(subset=["rival_mu"])

@@ -180,6 +180,12 @@ def calibration_twins(matches: Any, result: Any, *, twins: int = DEFAULT_TWINS, 
     dispersion = 1.0 if binary else float(np.sum((m.score - expected) ** 2) / np.sum(spread))
     noise = "bernoulli" if binary or dispersion >= 1.0 else "beta"
     settings = result.settings
+    refine = bool(settings.get("refine"))  # the twins are rated as the benchmark was: refined when it was
+    if refine:
+        from .graph import components
+        from .refine import refine_ratings
+
+        _, a_comp, t_comp = components(m)
     rng = np.random.default_rng(seed)
     maes = []
     for _ in range(int(twins)):
@@ -189,7 +195,7 @@ def calibration_twins(matches: Any, result: Any, *, twins: int = DEFAULT_TWINS, 
             kappa = 1.0 / dispersion - 1.0
             score = rng.beta(expected * kappa, (1.0 - expected) * kappa)
         twin = Matches(m.agent, m.test_case, score, score, m.agent_ids, m.test_case_ids, m.flavour)
-        ta_mu, _, tt_mu, _ = final_ratings(
+        ta_mu, _, tt_mu, tt_sig = final_ratings(
             twin,
             seed=settings["seed"],
             shuffles=settings["shuffles"],
@@ -197,6 +203,18 @@ def calibration_twins(matches: Any, result: Any, *, twins: int = DEFAULT_TWINS, 
             init_mu=settings["init_mu"],
             init_sigma=settings["init_sigma"],
         )
+        if refine:
+            r = refine_ratings(
+                twin,
+                ta_mu,
+                tt_mu,
+                tt_sig,
+                a_comp,
+                t_comp,
+                init_mu=float(settings["init_mu"]),
+                init_sigma=float(settings["init_sigma"]),
+            )
+            ta_mu, tt_mu = r.agent_mu, r.test_case_mu
         maes.append(_binned_mae(m.agent, m.test_case, score, ta_mu, tt_mu, m.n_agents))
     mae_twin_hi = float(np.quantile(maes, 0.95))
     return CalibrationYardstick(

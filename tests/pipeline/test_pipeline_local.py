@@ -53,7 +53,10 @@ def test_new_uploads_become_one_run_per_benchmark(daemon, root):
     rows = ledger(root, "quiz")
     assert list(rows["status"]) == ["accepted"] * 4 and list(rows["rows"]) == [60] * 4
     gaps = read(root, "competency_gap_tables", "quiz")
-    assert list(gaps["agent_id"]) == ["agent_3", "agent_2", "agent_1", "agent_0"]  # true order recovered
+    # the true order, but agents 1 and 2 (1500, 1700) each solve 30 of the 60 test cases: the data cannot order
+    # them (refined: 1496 and 1495, intervals ±93; Glicko's order noise happened to put agent_2 ahead)
+    order = list(gaps["agent_id"])
+    assert order[0] == "agent_3" and order[-1] == "agent_0" and set(order[1:3]) == {"agent_1", "agent_2"}
     # lineage: each row reaches its input file, version, the benchmark's input set and the code version
     assert set(gaps["source_path"]) == {f"raw/quiz/agent_{i}.csv" for i in range(4)}
     assert gaps["source_version"].str.startswith("sha256:").all()

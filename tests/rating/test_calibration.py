@@ -9,7 +9,7 @@ from benchmarks.graded import DIABETES_HI
 
 @pytest.fixture(scope="module")
 def rated(diabetes_benchmark):
-    return rate(diabetes_benchmark, seed=0)
+    return rate(diabetes_benchmark, seed=0, refine=False)  # Glicko's σ: what the σ-aware prediction integrates
 
 
 def _predicted_mean_metric(matches, result, *, with_sigma: bool):

@@ -16,6 +16,7 @@ import pytest
 
 from agielo_dagster.rating import rate, simulate_matches
 from agielo_dagster.rating.coverage import joint_mle_se, replicate
+from agielo_dagster.rating.frames import encode_matches
 
 
 def _study(sd, share, outcome, replications, **rate_kwargs):
@@ -129,19 +130,26 @@ def test_components_keep_their_own_scales():
     assert joint.loc[alone.index, "rank"].min() == 1 and joint.loc[~joint.index.isin(alone.index), "rank"].min() == 1
 
 
-def test_refinement_is_opt_in_and_does_not_depend_on_the_orders():
+def test_refinement_is_the_default_but_for_the_papers_single_order_and_does_not_depend_on_the_orders():
     rng = np.random.default_rng(4)
     matches = simulate_matches(rng.normal(1500, 300, 100), rng.normal(1500, 300, 6), seed=5)
+    # the paper's single order stays Glicko alone (it reproduces the published ratings); several orders are refined
     assert rate(matches, shuffle=False, shuffles=1, with_reliability=False).settings["refine"] is False
-    glicko = rate(matches, seed=3, shuffles=4, with_reliability=False).agents
-    refined = rate(matches, seed=3, shuffles=4, refine=True, with_reliability=False).agents
+    assert rate(matches, seed=3, shuffles=2, with_reliability=False).settings["refine"] is True
+    glicko = rate(matches, seed=3, shuffles=4, refine=False, with_reliability=False).agents
+    refined = rate(matches, seed=3, shuffles=4, with_reliability=False).agents
+    np.testing.assert_array_equal(
+        refined["mu"], rate(matches, seed=3, shuffles=4, refine=True, with_reliability=False).agents["mu"]
+    )
     assert not np.allclose(glicko["mu"], refined["mu"])
-    # the refined ratings do not depend on the orders (only the Glicko start does): two seeds agree
-    other = rate(matches, seed=4, shuffles=4, refine=True, with_reliability=False).agents
-    np.testing.assert_allclose(refined["mu"], other["mu"], atol=0.01)
-    # even the paper's single order, refined, lands on the same ratings
+    # the level is the Glicko scale's at the median agent
+    assert np.median(glicko["mu"] - refined["mu"]) == pytest.approx(0.0, abs=1e-6)
+    # the refined differences do not depend on the orders (only the Glicko start, hence the level, does): two seeds agree
+    other = rate(matches, seed=4, shuffles=4, with_reliability=False).agents
+    np.testing.assert_allclose(np.diff(refined["mu"]), np.diff(other["mu"]), atol=0.01)
+    # even the paper's single order, refined, lands on the same differences
     single = rate(matches, shuffle=False, shuffles=1, refine=True, with_reliability=False).agents
-    np.testing.assert_allclose(refined["mu"], single["mu"], atol=0.01)
+    np.testing.assert_allclose(np.diff(refined["mu"]), np.diff(single["mu"]), atol=0.01)
 
 
 def test_too_many_agents_keeps_glicko_and_says_so(monkeypatch):
@@ -150,8 +158,25 @@ def test_too_many_agents_keeps_glicko_and_says_so(monkeypatch):
     monkeypatch.setattr(refine, "MAX_AGENTS", 4)
     rng = np.random.default_rng(6)
     matches = simulate_matches(rng.normal(1500, 300, 50), rng.normal(1500, 300, 6), seed=1)
-    with pytest.warns(refine.RefinementSkippedWarning, match="6 agents is more than 4"):
+    with pytest.warns(refine.RefinementSkippedWarning, match="6 agents \\(limit 4"):
         kept = rate(matches, seed=1, shuffles=2, refine=True, with_reliability=False).agents
-    glicko = rate(matches, seed=1, shuffles=2, with_reliability=False).agents
+    glicko = rate(matches, seed=1, shuffles=2, refine=False, with_reliability=False).agents
     np.testing.assert_array_equal(kept["mu"], glicko["mu"])
     np.testing.assert_array_equal(kept["mu_lo"], glicko["mu_lo"])
+
+
+def test_too_many_pairs_keeps_glicko_and_says_so(monkeypatch):
+    """The cost rule: Σ_t n_t² (agent pairs sharing a test case) above ``MAX_PAIRS`` keeps the Glicko ratings."""
+    from agielo_dagster.rating import refine
+
+    rng = np.random.default_rng(6)
+    matches = simulate_matches(rng.normal(1500, 300, 50), rng.normal(1500, 300, 6), seed=1)
+    assert refine.pair_count(encode_matches(matches)) == 50 * 6 * 6
+    monkeypatch.setattr(refine, "MAX_PAIRS", 50 * 6 * 6)
+    refined = rate(matches, seed=1, shuffles=2, with_reliability=False).agents  # at the limit: refined
+    monkeypatch.setattr(refine, "MAX_PAIRS", 50 * 6 * 6 - 1)
+    with pytest.warns(refine.RefinementSkippedWarning, match="1,800 agent pairs sharing a test case \\(limit 1,799"):
+        kept = rate(matches, seed=1, shuffles=2, with_reliability=False).agents
+    glicko = rate(matches, seed=1, shuffles=2, refine=False, with_reliability=False).agents
+    np.testing.assert_array_equal(kept["mu_lo"], glicko["mu_lo"])
+    assert not np.allclose(refined["mu_lo"], glicko["mu_lo"])

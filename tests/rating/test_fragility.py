@@ -20,7 +20,7 @@ def _small(seed: int, agents: int = 3, test_cases: int = 8) -> pd.DataFrame:
 def _first_without(matches: pd.DataFrame, removed) -> str:
     """Who `rate` itself puts first once ``removed`` are gone: an independent check of the search."""
     kept = matches[~matches["test_case_id"].isin(set(removed))]
-    agents = rate(kept, seed=42, shuffles=SHUFFLES, with_reliability=False).agents
+    agents = rate(kept, seed=42, shuffles=SHUFFLES, with_reliability=False, refine=False).agents  # the search's μ: Glicko's
     return agents.sort_values(["mu", "agent_id"], ascending=[False, True])["agent_id"].iloc[0]
 
 
