@@ -896,27 +896,38 @@ def _mixture_sigma(mu_k: np.ndarray, sig_k: np.ndarray) -> np.ndarray:
 
 
 def _snapshot_table(fractions, agent_ids, a_mu_at, a_sig_at, tc_fractions, test_case_ids, t_mu_at, t_sig_at):
-    """The snapshots as one pyarrow table, built column by column: a wide benchmark's test-case rows are copied once.
+    """The snapshots as one pyarrow table, one chunk per fraction and kind: the ids are converted to
+    strings once and every chunk of a kind shares them, as it shares its ``kind`` array; ``mu`` and
+    ``sigma`` are views of the snapshot arrays. A wide benchmark's test-case rows are not copied.
 
     (A pandas frame per kind, concatenated and converted, held three copies of the test cases'
     rows at once: 600 bytes a test case, the peak of ``rate`` on a benchmark of one agent.)
     """
     import pyarrow as pa
 
-    def column(kind: str, fr, ids, values) -> list:
+    chunks: dict[str, list] = {name: [] for name in ("fraction", "kind", "id", "mu", "sigma")}
+    for kind, fr, ids, mu_at, sig_at in (
+        ("agent", fractions, agent_ids, a_mu_at, a_sig_at),
+        ("test_case", tc_fractions, test_case_ids, t_mu_at, t_sig_at),
+    ):
         n = len(ids)
-        strings = pa.array(np.asarray(ids, dtype=object), pa.large_string())  # once, then repeated by index
-        return [
-            pa.array(np.repeat(np.asarray(fr, dtype=np.float64), n)),
-            pa.array([kind], pa.large_string()).take(pa.array(np.zeros(len(fr) * n, dtype=np.int64))),
-            strings.take(pa.array(np.tile(np.arange(n, dtype=np.int64), len(fr)))),
-            *(pa.array(np.ascontiguousarray(v, dtype=np.float64).ravel()) for v in values),
-        ]
-
-    agents = column("agent", fractions, agent_ids, (a_mu_at, a_sig_at))
-    cases = column("test_case", tc_fractions, test_case_ids, (t_mu_at, t_sig_at))
-    names = ["fraction", "kind", "id", "mu", "sigma"]
-    return pa.table({name: pa.chunked_array([a, t]) for name, a, t in zip(names, agents, cases, strict=True)})
+        strings = pa.array(np.asarray(ids, dtype=object), pa.large_string())
+        kinds = pa.array([kind], pa.large_string()).take(pa.array(np.zeros(n, dtype=np.int64)))
+        mu_at, sig_at = (np.ascontiguousarray(v, dtype=np.float64).reshape(len(fr), n) for v in (mu_at, sig_at))
+        for k, f in enumerate(np.asarray(fr, dtype=np.float64)):
+            chunks["fraction"].append(pa.array(np.full(n, f)))
+            chunks["kind"].append(kinds)
+            chunks["id"].append(strings)
+            chunks["mu"].append(pa.array(mu_at[k]))
+            chunks["sigma"].append(pa.array(sig_at[k]))
+    types = {
+        "fraction": pa.float64(),
+        "kind": pa.large_string(),
+        "id": pa.large_string(),
+        "mu": pa.float64(),
+        "sigma": pa.float64(),
+    }
+    return pa.table({name: pa.chunked_array(c, types[name]) for name, c in chunks.items()})
 
 
 def _from_arrow(table, flavour: Flavour) -> Any:
