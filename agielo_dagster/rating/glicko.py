@@ -771,6 +771,7 @@ def rate_encoded(m: Matches, settings: dict, *, warn: bool = True) -> RatingResu
         raise ValueError(f"workers must be >= 1, got {workers}")
     n, n_a, n_t = len(m), m.n_agents, m.n_test_cases
     ends, tc_ends = snapshot_ends(fractions, n), snapshot_ends(tc_fractions, n)
+    played_tc_ends = tc_ends[tc_ends < n]  # a wide benchmark's orders keep 16 bytes a test case fewer each
     n_components, a_comp, t_comp = components(m)
     if warn:
         warn_if_disconnected(n_components, a_comp, m.agent_ids, "rate")
@@ -780,6 +781,7 @@ def rate_encoded(m: Matches, settings: dict, *, warn: bool = True) -> RatingResu
         a_mu_k = o.agents_by_order()
         a_mu, t_mu = o.mean("a_mu"), o.mean("t_mu")
         a_sig, t_sig = o.sigma("a_mu", "a_sig"), o.sigma("t_mu", "t_sig")
+        final_t = t_mu, t_sig  # Glicko's, also where the refinement replaces them below
         a_n, a_score, a_metric, t_n, t_score, t_metric = K.summaries(m.agent, m.test_case, m.score, m.metric, n_a, n_t)
         a_mean_metric, t_mean_metric = a_metric / a_n, t_metric / t_n
 
@@ -813,7 +815,10 @@ def rate_encoded(m: Matches, settings: dict, *, warn: bool = True) -> RatingResu
                 "component": a_comp,
             }
         )
-        t_mu_at, t_sig_at = o.mean("t_mu_at"), o.sigma("t_mu_at", "t_sig_at")
+        # the test cases' snapshots at the last match are their final ratings (the same sums): not played twice
+        before_end = o.mean("t_mu_at"), o.sigma("t_mu_at", "t_sig_at")
+        t_mu_at = [*before_end[0], *[final_t[0]] * (len(tc_ends) - len(played_tc_ends))]
+        t_sig_at = [*before_end[1], *[final_t[1]] * (len(tc_ends) - len(played_tc_ends))]
         test_cases = pd.DataFrame(
             {
                 "test_case_id": m.test_case_ids,
@@ -845,7 +850,7 @@ def rate_encoded(m: Matches, settings: dict, *, warn: bool = True) -> RatingResu
         return agents, test_cases, snapshots, a_mu, t_mu, a_mean_metric, t_mean_metric, a_n
 
     moments, rel_table, measurer, done = run_orders(
-        m, pairs, ends, tc_ends, float(init_mu), float(init_sigma), with_reliability, workers, then=tables
+        m, pairs, ends, played_tc_ends, float(init_mu), float(init_sigma), with_reliability, workers, then=tables
     )
     agents, test_cases, snapshots, a_mu, t_mu, a_mean_metric, t_mean_metric, a_n = done
 
@@ -913,13 +918,12 @@ def _snapshot_table(fractions, agent_ids, a_mu_at, a_sig_at, tc_fractions, test_
         n = len(ids)
         strings = pa.array(np.asarray(ids, dtype=object), pa.large_string())
         kinds = pa.array([kind], pa.large_string()).take(pa.array(np.zeros(n, dtype=np.int64)))
-        mu_at, sig_at = (np.ascontiguousarray(v, dtype=np.float64).reshape(len(fr), n) for v in (mu_at, sig_at))
         for k, f in enumerate(np.asarray(fr, dtype=np.float64)):
             chunks["fraction"].append(pa.array(np.full(n, f)))
             chunks["kind"].append(kinds)
             chunks["id"].append(strings)
-            chunks["mu"].append(pa.array(mu_at[k]))
-            chunks["sigma"].append(pa.array(sig_at[k]))
+            chunks["mu"].append(pa.array(np.ascontiguousarray(mu_at[k], dtype=np.float64)))
+            chunks["sigma"].append(pa.array(np.ascontiguousarray(sig_at[k], dtype=np.float64)))
     types = {
         "fraction": pa.float64(),
         "kind": pa.large_string(),
