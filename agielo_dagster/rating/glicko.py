@@ -352,6 +352,19 @@ def _play(
     return run
 
 
+ORDER_STATE_BUDGET = 128 << 20
+"""Bytes of order state (each player's rating, snapshots and history) the pool's orders may hold at once.
+
+At least one order plays beside the first whatever its size; on 2 cores a benchmark of a million
+test cases (72 MB an order) then plays one, where two or more would add their state to the peak
+(issue 25). Orders give the same bits whatever the number playing at once."""
+
+
+def order_state_bytes(n_a: int, n_t: int, ends, tc_ends, levels: int) -> int:
+    """What one order in play holds: μ, σ, snapshots and history of every player, and each test case's count."""
+    return 16 * n_a * (1 + len(ends)) + n_t * (16 * (1 + len(tc_ends) + levels) + 8)
+
+
 class _Inline:
     """An executor that runs each task at once (one worker: no threads)."""
 
@@ -384,7 +397,7 @@ class _FirstOrderReliability:
         self.pool = pool
         # each measurement waiting holds about 3 per-test-case arrays: let up to ~64 MB of them queue, so
         # that the order plays on at full speed rather than waiting for the measurements
-        self.slots = threading.BoundedSemaphore(max(2 * workers, min(len(ends), (64 << 20) // (24 * (n_t + n_a) + 1))))
+        self.slots = threading.BoundedSemaphore(max(2, min(len(ends), (64 << 20) // (24 * (n_t + n_a) + 1))))
         self.futures: dict[int, Future] = {}
 
     def __call__(self, done, stop, a_mu, t_mu) -> None:
@@ -555,7 +568,16 @@ def run_orders(
             tasks.append(lambda shared=shared: shared.play(False, state))
             if pair.with_reverse:
                 tasks.append(lambda shared=shared: shared.play(True, state))
-        futures = [pool.submit(lambda i=i, task=task: moments.put(i, task())) for i, task in enumerate(tasks, start=1)]
+        playing = threading.BoundedSemaphore(
+            max(1, min(workers, ORDER_STATE_BUDGET // max(1, order_state_bytes(n_a, n_t, ends, tc_ends, state[-1]))))
+        )
+
+        def gated(i, task):
+            with playing:
+                run = task()
+            moments.put(i, run)
+
+        futures = [pool.submit(gated, i, task) for i, task in enumerate(tasks, start=1)]
         rel = _FirstOrderReliability(first, ends, n_a, n_t, pool, workers) if with_reliability else None
         first_run = _play(first, False, *state, on_segment=rel)
         for future in futures:
