@@ -568,16 +568,19 @@ def run_orders(
             tasks.append(lambda shared=shared: shared.play(False, state))
             if pair.with_reverse:
                 tasks.append(lambda shared=shared: shared.play(True, state))
-        playing = threading.BoundedSemaphore(
-            max(1, min(workers, ORDER_STATE_BUDGET // max(1, order_state_bytes(n_a, n_t, ends, tc_ends, state[-1]))))
-        )
+        # players take the orders strictly in sequence, so that no finished order waits long for an earlier one
+        playing = max(1, min(workers, ORDER_STATE_BUDGET // max(1, order_state_bytes(n_a, n_t, ends, tc_ends, state[-1]))))
+        queue, taking = iter(enumerate(tasks, start=1)), threading.Lock()
 
-        def gated(i, task):
-            with playing:
-                run = task()
-            moments.put(i, run)
+        def player():
+            while True:
+                with taking:
+                    item = next(queue, None)
+                if item is None:
+                    return
+                moments.put(item[0], item[1]())
 
-        futures = [pool.submit(gated, i, task) for i, task in enumerate(tasks, start=1)]
+        futures = [pool.submit(player) for _ in range(playing)]
         rel = _FirstOrderReliability(first, ends, n_a, n_t, pool, workers) if with_reliability else None
         first_run = _play(first, False, *state, on_segment=rel)
         for future in futures:
