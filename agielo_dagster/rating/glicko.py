@@ -518,6 +518,12 @@ class OrderMoments:
         self.agent_mu[index] = run.a_mu
         self.k += 1
 
+    def release(self) -> None:
+        """Drop the per-player sums once the tables are built (``k`` stays): the first order's reliability may
+        still be measuring, and on a wide benchmark these arrays are about 240 bytes a test case."""
+        for kept in (self.first, self.sum, self.sum_sq, self.sig_sq):
+            kept.clear()
+
     def mean(self, mu_key: str) -> np.ndarray:
         if self.k == 1:
             return self.first[mu_key].copy()
@@ -586,7 +592,10 @@ def run_orders(
         for future in futures:
             future.result()
         moments.add(first_run)
-        done = then(moments) if then is not None else None
+        done = None
+        if then is not None:
+            done = then(moments)
+            moments.release()
         rel_table = rel.table() if rel is not None else None
         measurer = rel.measurer if rel is not None else None
     finally:
