@@ -28,7 +28,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from . import threads  # first of the package: sets the thread environment before numpy loads
+from . import allocator, threads  # noqa: F401 - first of the package: thread environment and allocator before numpy loads
 from .assets.judgments import judgment_partitions
 from .assets.partitions import benchmark_partitions
 from .assets.quarantine import read_quarantine

@@ -5,7 +5,7 @@ import warnings
 
 import dagster as dg
 
-from . import threads  # noqa: F401 - first of the package: sets the thread environment before numpy loads
+from . import allocator, threads  # noqa: F401 - first of the package: thread environment and allocator before numpy loads
 
 # isort: split
 from . import assets as asset_modules

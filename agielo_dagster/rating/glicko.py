@@ -352,6 +352,19 @@ def _play(
     return run
 
 
+ORDER_STATE_BUDGET = 128 << 20
+"""Bytes of order state (each player's rating, snapshots and history) the pool's orders may hold at once.
+
+At least one order plays beside the first whatever its size; on 2 cores a benchmark of a million
+test cases (72 MB an order) then plays one, where two or more would add their state to the peak
+(issue 25). Orders give the same bits whatever the number playing at once."""
+
+
+def order_state_bytes(n_a: int, n_t: int, ends, tc_ends, levels: int) -> int:
+    """What one order in play holds: μ, σ, snapshots and history of every player, and each test case's count."""
+    return 16 * n_a * (1 + len(ends)) + n_t * (16 * (1 + len(tc_ends) + levels) + 8)
+
+
 class _Inline:
     """An executor that runs each task at once (one worker: no threads)."""
 
@@ -384,7 +397,7 @@ class _FirstOrderReliability:
         self.pool = pool
         # each measurement waiting holds about 3 per-test-case arrays: let up to ~64 MB of them queue, so
         # that the order plays on at full speed rather than waiting for the measurements
-        self.slots = threading.BoundedSemaphore(max(2 * workers, min(len(ends), (64 << 20) // (24 * (n_t + n_a) + 1))))
+        self.slots = threading.BoundedSemaphore(max(2, min(len(ends), (64 << 20) // (24 * (n_t + n_a) + 1))))
         self.futures: dict[int, Future] = {}
 
     def __call__(self, done, stop, a_mu, t_mu) -> None:
@@ -505,6 +518,12 @@ class OrderMoments:
         self.agent_mu[index] = run.a_mu
         self.k += 1
 
+    def release(self) -> None:
+        """Drop the per-player sums once the tables are built (``k`` stays): the first order's reliability may
+        still be measuring, and on a wide benchmark these arrays are about 240 bytes a test case."""
+        for kept in (self.first, self.sum, self.sum_sq, self.sig_sq):
+            kept.clear()
+
     def mean(self, mu_key: str) -> np.ndarray:
         if self.k == 1:
             return self.first[mu_key].copy()
@@ -555,13 +574,28 @@ def run_orders(
             tasks.append(lambda shared=shared: shared.play(False, state))
             if pair.with_reverse:
                 tasks.append(lambda shared=shared: shared.play(True, state))
-        futures = [pool.submit(lambda i=i, task=task: moments.put(i, task())) for i, task in enumerate(tasks, start=1)]
+        # players take the orders strictly in sequence, so that no finished order waits long for an earlier one
+        playing = max(1, min(workers, ORDER_STATE_BUDGET // max(1, order_state_bytes(n_a, n_t, ends, tc_ends, state[-1]))))
+        queue, taking = iter(enumerate(tasks, start=1)), threading.Lock()
+
+        def player():
+            while True:
+                with taking:
+                    item = next(queue, None)
+                if item is None:
+                    return
+                moments.put(item[0], item[1]())
+
+        futures = [pool.submit(player) for _ in range(playing)]
         rel = _FirstOrderReliability(first, ends, n_a, n_t, pool, workers) if with_reliability else None
         first_run = _play(first, False, *state, on_segment=rel)
         for future in futures:
             future.result()
         moments.add(first_run)
-        done = then(moments) if then is not None else None
+        done = None
+        if then is not None:
+            done = then(moments)
+            moments.release()
         rel_table = rel.table() if rel is not None else None
         measurer = rel.measurer if rel is not None else None
     finally:
@@ -773,6 +807,7 @@ def rate_encoded(m: Matches, settings: dict, *, warn: bool = True) -> RatingResu
         raise ValueError(f"workers must be >= 1, got {workers}")
     n, n_a, n_t = len(m), m.n_agents, m.n_test_cases
     ends, tc_ends = snapshot_ends(fractions, n), snapshot_ends(tc_fractions, n)
+    played_tc_ends = tc_ends[tc_ends < n]  # a wide benchmark's orders keep 16 bytes a test case fewer each
     n_components, a_comp, t_comp = components(m)
     if warn:
         warn_if_disconnected(n_components, a_comp, m.agent_ids, "rate")
@@ -782,6 +817,7 @@ def rate_encoded(m: Matches, settings: dict, *, warn: bool = True) -> RatingResu
         a_mu_k = o.agents_by_order()
         a_mu, t_mu = o.mean("a_mu"), o.mean("t_mu")
         a_sig, t_sig = o.sigma("a_mu", "a_sig"), o.sigma("t_mu", "t_sig")
+        final_t = t_mu, t_sig  # Glicko's, also where the refinement replaces them below
         a_n, a_score, a_metric, t_n, t_score, t_metric = K.summaries(m.agent, m.test_case, m.score, m.metric, n_a, n_t)
         a_mean_metric, t_mean_metric = a_metric / a_n, t_metric / t_n
 
@@ -815,7 +851,10 @@ def rate_encoded(m: Matches, settings: dict, *, warn: bool = True) -> RatingResu
                 "component": a_comp,
             }
         )
-        t_mu_at, t_sig_at = o.mean("t_mu_at"), o.sigma("t_mu_at", "t_sig_at")
+        # the test cases' snapshots at the last match are their final ratings (the same sums): not played twice
+        before_end = o.mean("t_mu_at"), o.sigma("t_mu_at", "t_sig_at")
+        t_mu_at = [*before_end[0], *[final_t[0]] * (len(tc_ends) - len(played_tc_ends))]
+        t_sig_at = [*before_end[1], *[final_t[1]] * (len(tc_ends) - len(played_tc_ends))]
         test_cases = pd.DataFrame(
             {
                 "test_case_id": m.test_case_ids,
@@ -847,7 +886,7 @@ def rate_encoded(m: Matches, settings: dict, *, warn: bool = True) -> RatingResu
         return agents, test_cases, snapshots, a_mu, t_mu, a_mean_metric, t_mean_metric, a_n
 
     moments, rel_table, measurer, done = run_orders(
-        m, pairs, ends, tc_ends, float(init_mu), float(init_sigma), with_reliability, workers, then=tables
+        m, pairs, ends, played_tc_ends, float(init_mu), float(init_sigma), with_reliability, workers, then=tables
     )
     agents, test_cases, snapshots, a_mu, t_mu, a_mean_metric, t_mean_metric, a_n = done
 
@@ -898,27 +937,37 @@ def _mixture_sigma(mu_k: np.ndarray, sig_k: np.ndarray) -> np.ndarray:
 
 
 def _snapshot_table(fractions, agent_ids, a_mu_at, a_sig_at, tc_fractions, test_case_ids, t_mu_at, t_sig_at):
-    """The snapshots as one pyarrow table, built column by column: a wide benchmark's test-case rows are copied once.
+    """The snapshots as one pyarrow table, one chunk per fraction and kind: the ids are converted to
+    strings once and every chunk of a kind shares them, as it shares its ``kind`` array; ``mu`` and
+    ``sigma`` are views of the snapshot arrays. A wide benchmark's test-case rows are not copied.
 
     (A pandas frame per kind, concatenated and converted, held three copies of the test cases'
     rows at once: 600 bytes a test case, the peak of ``rate`` on a benchmark of one agent.)
     """
     import pyarrow as pa
 
-    def column(kind: str, fr, ids, values) -> list:
+    chunks: dict[str, list] = {name: [] for name in ("fraction", "kind", "id", "mu", "sigma")}
+    for kind, fr, ids, mu_at, sig_at in (
+        ("agent", fractions, agent_ids, a_mu_at, a_sig_at),
+        ("test_case", tc_fractions, test_case_ids, t_mu_at, t_sig_at),
+    ):
         n = len(ids)
-        strings = pa.array(np.asarray(ids, dtype=object), pa.large_string())  # once, then repeated by index
-        return [
-            pa.array(np.repeat(np.asarray(fr, dtype=np.float64), n)),
-            pa.array([kind], pa.large_string()).take(pa.array(np.zeros(len(fr) * n, dtype=np.int64))),
-            strings.take(pa.array(np.tile(np.arange(n, dtype=np.int64), len(fr)))),
-            *(pa.array(np.ascontiguousarray(v, dtype=np.float64).ravel()) for v in values),
-        ]
-
-    agents = column("agent", fractions, agent_ids, (a_mu_at, a_sig_at))
-    cases = column("test_case", tc_fractions, test_case_ids, (t_mu_at, t_sig_at))
-    names = ["fraction", "kind", "id", "mu", "sigma"]
-    return pa.table({name: pa.chunked_array([a, t]) for name, a, t in zip(names, agents, cases, strict=True)})
+        strings = pa.array(np.asarray(ids, dtype=object), pa.large_string())
+        kinds = pa.array([kind], pa.large_string()).take(pa.array(np.zeros(n, dtype=np.int64)))
+        for k, f in enumerate(np.asarray(fr, dtype=np.float64)):
+            chunks["fraction"].append(pa.array(np.full(n, f)))
+            chunks["kind"].append(kinds)
+            chunks["id"].append(strings)
+            chunks["mu"].append(pa.array(np.ascontiguousarray(mu_at[k], dtype=np.float64)))
+            chunks["sigma"].append(pa.array(np.ascontiguousarray(sig_at[k], dtype=np.float64)))
+    types = {
+        "fraction": pa.float64(),
+        "kind": pa.large_string(),
+        "id": pa.large_string(),
+        "mu": pa.float64(),
+        "sigma": pa.float64(),
+    }
+    return pa.table({name: pa.chunked_array(c, types[name]) for name, c in chunks.items()})
 
 
 def _from_arrow(table, flavour: Flavour) -> Any:

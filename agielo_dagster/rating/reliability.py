@@ -299,6 +299,47 @@ def _ratings_of(players: Any, id_column: str, ids: np.ndarray) -> np.ndarray:
     return frame.set_index(id_column)["mu"].reindex(ids).to_numpy()
 
 
+def _plain_arrow_matches(matches: Any) -> bool:
+    """An arrow match table with string (or dictionary) ids, numeric scores and no missing value: read as it is."""
+    import pyarrow as pa
+
+    names = set(matches.column_names)
+    if not {"test_case_id", "agent_id", "score"} <= names:
+        return False
+    columns = [matches.column(c) for c in ("test_case_id", "agent_id", "score")]
+    if any(c.null_count for c in columns):
+        return False
+    ids_ok = all(
+        pa.types.is_string(t) or pa.types.is_large_string(t) or (pa.types.is_dictionary(t) and pa.types.is_string(t.value_type))
+        for t in (columns[0].type, columns[1].type)
+    )
+    return ids_ok and (pa.types.is_floating(columns[2].type) or pa.types.is_integer(columns[2].type))
+
+
+def _arrow_codes(column: Any, players: Any, id_column: str) -> tuple[np.ndarray, Any, np.ndarray]:
+    """Each match's code among the sorted distinct ids (as :func:`encode_matches` numbers them), those ids
+    (arrow strings) and each one's ``mu`` (NaN for an unknown one), without converting an id to Python."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    encoded = pc.dictionary_encode(column.cast(pa.string()).combine_chunks())
+    order = pc.array_sort_indices(encoded.dictionary).to_numpy()
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    ids = encoded.dictionary.take(pa.array(order))
+    codes = rank[encoded.indices.to_numpy()]
+    if flavour_of(players) == "arrow":
+        known, mu = players.column(id_column).cast(pa.string()), players.column("mu").to_numpy()
+    else:
+        frame = to_pandas(players, (id_column, "mu"))
+        known, mu = pa.array(frame[id_column].astype(str), pa.string()), frame["mu"].to_numpy()
+    pos = pc.index_in(ids, value_set=known)
+    mu = np.asarray(mu, dtype=np.float64)
+    found = pos.is_valid().to_numpy(zero_copy_only=False)
+    at = pos.fill_null(0).to_numpy(zero_copy_only=False)
+    return codes, ids, np.where(found, mu[at], np.nan) if len(mu) else np.full(len(ids), np.nan)
+
+
 def binned_calibration(matches: Any, test_cases: Any, agents: Any) -> Any:
     """Predicted against empirical score per agent and bin of rating difference.
 
@@ -319,13 +360,21 @@ def binned_calibration(matches: Any, test_cases: Any, agents: Any) -> Any:
         reliability table counts them in ``matches_outside_bins``).
     """
     flavour = flavour_of(matches)
-    m = encode_matches(matches)
-    t_mu = _ratings_of(test_cases, "test_case_id", m.test_case_ids)
-    a_mu = _ratings_of(agents, "agent_id", m.agent_ids)
-    cells, count, mean_diff, empirical = _bin_cells(m.agent, a_mu[m.agent] - t_mu[m.test_case], m.score, len(m.agent_ids))
+    if flavour == "arrow" and _plain_arrow_matches(matches):  # a wide benchmark's ids never become Python strings
+        t_code, _, t_mu = _arrow_codes(matches.column("test_case_id"), test_cases, "test_case_id")
+        a_code, agent_ids, a_mu = _arrow_codes(matches.column("agent_id"), agents, "agent_id")
+        score = matches.column("score").to_numpy().astype(np.float64, copy=False)
+        cells, count, mean_diff, empirical = _bin_cells(a_code, a_mu[a_code] - t_mu[t_code], score, len(agent_ids))
+        cell_agents = agent_ids.take(cells // N_BINS).to_numpy(zero_copy_only=False)
+    else:
+        m = encode_matches(matches)
+        t_mu = _ratings_of(test_cases, "test_case_id", m.test_case_ids)
+        a_mu = _ratings_of(agents, "agent_id", m.agent_ids)
+        cells, count, mean_diff, empirical = _bin_cells(m.agent, a_mu[m.agent] - t_mu[m.test_case], m.score, len(m.agent_ids))
+        cell_agents = m.agent_ids[cells // N_BINS]
     out = pd.DataFrame(
         {
-            "agent_id": m.agent_ids[cells // N_BINS],
+            "agent_id": cell_agents,
             "bin": cells % N_BINS,
             "matches": count,
             "mean_rating_diff": mean_diff,

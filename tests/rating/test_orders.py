@@ -49,6 +49,18 @@ def test_workers_do_not_change_a_single_bit(small):
         pd.testing.assert_frame_equal(getattr(one, name), getattr(two, name), check_exact=True)
 
 
+def test_orders_playing_one_at_a_time_for_memory_do_not_change_a_single_bit(small, monkeypatch):
+    # a wide benchmark's orders play one at a time beside the first (ORDER_STATE_BUDGET); here every size does
+    from agielo_dagster.rating import glicko
+
+    many = rate(small, seed=5, shuffles=6, workers=4)
+    assert glicko.order_state_bytes(1, 10**6, [1] * 100, [1, 2, 3], 0) > glicko.ORDER_STATE_BUDGET // 2
+    monkeypatch.setattr(glicko, "ORDER_STATE_BUDGET", 1)
+    one = rate(small, seed=5, shuffles=6, workers=4)
+    for name in ("agents", "test_cases", "snapshots", "reliability"):
+        pd.testing.assert_frame_equal(getattr(one, name), getattr(many, name), check_exact=True)
+
+
 def test_default_is_several_orders_and_one_order_is_the_papers(small):
     assert DEFAULT_SHUFFLES == 16
     default = rate(small, seed=5)
