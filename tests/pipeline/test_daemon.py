@@ -18,6 +18,8 @@ import pytest
 
 from ..devserver import REPO, DagsterDev
 
+pytestmark = [pytest.mark.component("dagster"), pytest.mark.component("daemon")]
+
 BENCHMARKS, AGENTS, TEST_CASES = 5, 200, 20
 
 

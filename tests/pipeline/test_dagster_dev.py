@@ -11,6 +11,8 @@ from agielo_dagster.domain.status import BENCHMARK_OUTPUTS, NIGHTLY_OUTPUTS
 from ..devserver import REPO, DagsterDev
 from .conftest import write_benchmark
 
+pytestmark = [pytest.mark.component("dagster"), pytest.mark.component("daemon")]
+
 ASSETS = {
     "harness_uploads",
     "upload_ledger",

@@ -10,6 +10,8 @@ from agielo_dagster.domain.figures import FIGURES
 
 from ..devserver import REPO, DagsterDev
 
+pytestmark = [pytest.mark.component("daemon")]
+
 CHROMIUM = os.environ.get("AGIELO_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 ARTIFACTS = Path(os.environ.get("AGIELO_TEST_ARTIFACTS", REPO / "test-artifacts"))
 
