@@ -23,6 +23,8 @@ from agielo_dagster.domain.status import BENCHMARK_OUTPUTS
 
 from ..devserver import REPO
 
+pytestmark = [pytest.mark.component("dagster")]
+
 AGENTS, TEST_CASES = 6, 400  # the kill points are exact: a small benchmark is enough
 
 
@@ -43,8 +45,6 @@ KILL_AT = """
 import os, signal, sys
 from agielo_dagster.cli import main
 from agielo_dagster.domain import store
-
-pytestmark = [pytest.mark.component("dagster")]
 
 moment, target = sys.argv[1:3]
 if moment == "after":
