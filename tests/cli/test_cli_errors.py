@@ -105,6 +105,7 @@ class TestS3:
         line = one_clean_line(result)
         assert "unreachable" in line and endpoint in line
 
+    @pytest.mark.slow
     def test_missing_bucket_is_an_error_unless_create(self, s3_server, home):
         env = {"AWS_ENDPOINT_URL": s3_server.endpoint, "AWS_ACCESS_KEY_ID": ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": SECRET_KEY}
         result = agielo("run", "--storage", "s3://no-such-bucket/evals", home=home, env=env)

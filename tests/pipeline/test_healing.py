@@ -161,6 +161,7 @@ def test_a_run_killed_at_any_point_heals_on_the_next_run(big, point):
     assert "ingested 0 upload(s); rated 0 benchmark(s)" in again.stdout
 
 
+@pytest.mark.slow  # 15 agielo runs
 def test_an_interruption_between_any_two_outputs_heals(big, tmp_path):
     """Every boundary between output writes of a re-rating, constructed exactly: outputs 1..k new, the rest old."""
     old = tmp_path / "old"
@@ -205,6 +206,7 @@ def small(tmp_path):
     return root, home, tmp_path
 
 
+@pytest.mark.slow  # the quick pass keeps test_leftover_temporary_files_and_a_damaged_ledger
 def test_a_scoring_change_re_rates(small):
     root, home, tmp = small
     (root / "raw/quiz/benchmark.yaml").write_text("metric: correct\nscoring: binary\nparams: {threshold: 0.5}\n")
@@ -213,6 +215,7 @@ def test_a_scoring_change_re_rates(small):
     assert warehouse(root) == clean_warehouse(root, tmp)
 
 
+@pytest.mark.slow  # the quick pass keeps test_leftover_temporary_files_and_a_damaged_ledger
 def test_a_metric_rename_withdraws_the_ratings_and_says_so(small):
     root, home, tmp = small
     (root / "raw/quiz/benchmark.yaml").write_text("metric: accuracy\nscoring: identity\n")
@@ -223,6 +226,7 @@ def test_a_metric_rename_withdraws_the_ratings_and_says_so(small):
     assert "rated 0 benchmark(s)" in agielo(root, home).stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("change", ["delete", "rename"])
 def test_a_deleted_or_renamed_benchmark_folder(small, change):
     root, home, tmp = small
@@ -252,6 +256,7 @@ def test_leftover_temporary_files_and_a_damaged_ledger(small):
     assert warehouse(root) == clean_warehouse(root, tmp)
 
 
+@pytest.mark.slow  # the quick pass keeps test_leftover_temporary_files_and_a_damaged_ledger
 def test_two_runs_at_once_on_a_new_instance(small):
     root, _, tmp = small
     (root / "raw/quiz/m1.csv").write_text("test_case_id,correct\nt0,1\nt1,0\n")

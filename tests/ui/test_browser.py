@@ -61,6 +61,7 @@ def browser_page(demo_run, chromium):
         server.stop()
 
 
+@pytest.mark.slow  # agielo demo, then dagster dev: the quick pass keeps the ledger_page tests
 def test_benchmark_reports_page_shows_every_figure(browser_page):
     server, page = browser_page
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
@@ -79,6 +80,7 @@ def test_benchmark_reports_page_shows_every_figure(browser_page):
         image.wait_for(state="detached")
 
 
+@pytest.mark.slow  # agielo demo, then dagster dev: the quick pass keeps the ledger_page tests
 def test_hardest_test_cases_show_their_metadata(browser_page):
     server, page = browser_page
     page.goto(f"{server.url}/assets/benchmark_reports", wait_until="networkidle")
