@@ -206,7 +206,7 @@ def small(tmp_path):
     return root, home, tmp_path
 
 
-@pytest.mark.slow  # the quick pass keeps test_leftover_temporary_files_and_a_damaged_ledger
+@pytest.mark.slow  # the quick pass keeps the ingest_mid_write kill
 def test_a_scoring_change_re_rates(small):
     root, home, tmp = small
     (root / "raw/quiz/benchmark.yaml").write_text("metric: correct\nscoring: binary\nparams: {threshold: 0.5}\n")
@@ -215,7 +215,7 @@ def test_a_scoring_change_re_rates(small):
     assert warehouse(root) == clean_warehouse(root, tmp)
 
 
-@pytest.mark.slow  # the quick pass keeps test_leftover_temporary_files_and_a_damaged_ledger
+@pytest.mark.slow  # the quick pass keeps the ingest_mid_write kill
 def test_a_metric_rename_withdraws_the_ratings_and_says_so(small):
     root, home, tmp = small
     (root / "raw/quiz/benchmark.yaml").write_text("metric: accuracy\nscoring: identity\n")
@@ -242,6 +242,7 @@ def test_a_deleted_or_renamed_benchmark_folder(small, change):
         assert "quiz" not in instance.get_dynamic_partitions("benchmarks")
 
 
+@pytest.mark.slow  # the quick pass keeps the ingest_mid_write kill (a leftover .tmp)
 def test_leftover_temporary_files_and_a_damaged_ledger(small):
     root, home, tmp = small
     leftover = root / "warehouse/agent_ratings/.quiz.parquet.0123456789abcdef.tmp"
@@ -256,7 +257,7 @@ def test_leftover_temporary_files_and_a_damaged_ledger(small):
     assert warehouse(root) == clean_warehouse(root, tmp)
 
 
-@pytest.mark.slow  # the quick pass keeps test_leftover_temporary_files_and_a_damaged_ledger
+@pytest.mark.slow  # the quick pass keeps the ingest_mid_write kill
 def test_two_runs_at_once_on_a_new_instance(small):
     root, _, tmp = small
     (root / "raw/quiz/m1.csv").write_text("test_case_id,correct\nt0,1\nt1,0\n")

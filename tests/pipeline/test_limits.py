@@ -170,6 +170,7 @@ def test_memory_of_a_wide_benchmark_with_partial_uploads_is_bounded_by_the_data(
     assert peak <= nominal, f"peak RSS {peak / 2**20:.0f} MiB > {nominal / 2**20:.0f} MiB"
 
 
+@pytest.mark.slow  # 37 s at load 6
 def test_memory_of_a_small_wide_benchmark_with_partial_uploads_is_bounded_by_the_data(tmp_path, home):
     """The quick variant: 1 agent × 200,000 test cases + 3 partial uploads, where the fixed 1 GiB is most of the bound."""
     matches = write_wide(tmp_path / "storage", 200_000)
