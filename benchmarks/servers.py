@@ -16,6 +16,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -348,3 +350,20 @@ class Deployment:
             self.redis.stop()
         if self.postgres:
             self.postgres.stop()
+
+
+@contextmanager
+def deployed(base: Path, workers: int) -> Iterator[Deployment]:
+    """A started Deployment over ``base/storage`` (raw/ created); this process may open its instance meanwhile."""
+    root = base / "storage"
+    (root / "raw").mkdir(parents=True)
+    deploy = Deployment(base / "servers", root, workers=workers)
+    saved = dict(os.environ)
+    try:
+        deploy.start()
+        os.environ.update(deploy.postgres.env())
+        yield deploy
+    finally:
+        deploy.stop()
+        os.environ.clear()
+        os.environ.update(saved)

@@ -1,9 +1,54 @@
+import json
 import os
 from pathlib import Path
 
 import pytest
 
 DATA = Path(__file__).parent / "data"
+
+# the real components the tests start, named by @pytest.mark.component(name); the quick pass keeps one test of each
+COMPONENTS = {
+    "s3": "SeaweedFS's S3 server (tests/s3server.py)",
+    "dagster": "a Dagster instance on disk, jobs executed on it",
+    "daemon": "the Dagster daemon (dagster dev or dagster-daemon) ticking the sensors",
+    "postgres": "Debian's PostgreSQL as Dagster's storage",
+    "redis": "Redis as the Celery broker",
+    "celery": "Celery workers executing steps",
+    "browser": "headless Chromium on the Dagster UI or the explorer",
+    "lm_eval": "lm-evaluation-harness producing logs (lm_eval --model dummy)",
+    "inspect": "Inspect AI producing logs (inspect eval, mockllm)",
+}
+
+
+# session fixtures that start a component: a test using one (directly or through another fixture) runs it
+COMPONENT_FIXTURES = {
+    "s3_server": "s3",
+    "chromium": "browser",
+    "browser": "browser",
+    "lm_eval_logs": "lm_eval",
+    "inspect_logs": "inspect",
+}
+
+
+def components_of(item) -> set[str]:
+    return {name for mark in item.iter_markers("component") for name in mark.args}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        for fixture in set(COMPONENT_FIXTURES) & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.component(COMPONENT_FIXTURES[fixture]))
+        unknown = components_of(item) - set(COMPONENTS)
+        if unknown:
+            raise pytest.UsageError(f"{item.nodeid}: unknown component(s) {sorted(unknown)}; known: {sorted(COMPONENTS)}")
+
+
+def pytest_collection_finish(session):
+    """With AGIELO_COMPONENTS_REPORT set, write which selected tests run each component (tests/test_quick_pass.py)."""
+    report = os.environ.get("AGIELO_COMPONENTS_REPORT")
+    if report:
+        selected = {name: [i.nodeid for i in session.items if name in components_of(i)] for name in COMPONENTS}
+        Path(report).write_text(json.dumps(selected, indent=1))
 
 
 @pytest.fixture(scope="session")

@@ -58,6 +58,7 @@ def test_dg_list_defs_shows_every_asset_of_the_definitions(places):
     assert listed == defined
 
 
+@pytest.mark.slow
 def test_dg_launch_rates_a_benchmark(places):
     """README's `dg launch --assets 'upload_ledger*' --partition <benchmark>`: validate, then rate, one benchmark."""
     home, storage = places

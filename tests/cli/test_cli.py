@@ -46,6 +46,7 @@ def test_run_reports_rejections_and_is_idempotent(tmp_path, home):
         assert {r.job_name for r in instance.get_runs()} == {"rate_benchmarks", "report_quarantine"}
 
 
+@pytest.mark.slow
 def test_demo_uses_real_scikit_learn_results(demo_run):
     out, root = demo_run["out"], demo_run["root"]
     assert out.returncode == 0, out.stdout + out.stderr

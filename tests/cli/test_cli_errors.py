@@ -89,6 +89,7 @@ class TestS3:
         assert "access denied" in line and s3_server.endpoint in line and "AWS_ACCESS_KEY_ID" in line
         assert "wrong" not in line and SECRET_KEY not in result.stderr + result.stdout
 
+    @pytest.mark.slow  # the quick pass keeps test_wrong_credentials
     def test_missing_credentials(self, s3_server, home, tmp_path):
         env = {"AWS_ACCESS_KEY_ID": None, "AWS_SECRET_ACCESS_KEY": None, "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "none")}
         env |= {"AWS_CONFIG_FILE": str(tmp_path / "none"), "AWS_ENDPOINT_URL": s3_server.endpoint}
@@ -97,6 +98,7 @@ class TestS3:
         line = one_clean_line(result)
         assert ("no credentials" in line or "access denied" in line) and s3_server.endpoint in line
 
+    @pytest.mark.slow  # the quick pass keeps test_wrong_credentials
     def test_endpoint_down(self, s3_server, home):
         (port,) = free_ports(1)
         endpoint = f"http://127.0.0.1:{port}"
@@ -105,6 +107,7 @@ class TestS3:
         line = one_clean_line(result)
         assert "unreachable" in line and endpoint in line
 
+    @pytest.mark.slow
     def test_missing_bucket_is_an_error_unless_create(self, s3_server, home):
         env = {"AWS_ENDPOINT_URL": s3_server.endpoint, "AWS_ACCESS_KEY_ID": ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": SECRET_KEY}
         result = agielo("run", "--storage", "s3://no-such-bucket/evals", home=home, env=env)

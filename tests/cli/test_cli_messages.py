@@ -4,6 +4,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from ..devserver import REPO
 from ..pipeline.conftest import write_benchmark
 from .test_cli_errors import agielo, home  # noqa: F401 - the fixture
@@ -21,6 +23,7 @@ def test_a_rejected_benchmark_yaml_is_printed_once(home, tmp_path):  # noqa: F81
     assert strict.returncode == 2  # the count of rejected files is unchanged: three uploads are rejected
 
 
+@pytest.mark.slow
 def test_a_closed_pipe_ends_quietly(home, tmp_path):  # noqa: F811
     """`agielo run … | head -1`: the reader is gone before agielo prints; exit 0, nothing on stderr."""
     root = tmp_path / "storage"

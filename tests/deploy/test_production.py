@@ -27,12 +27,16 @@ import pandas as pd
 import pytest
 
 from agielo_dagster.runs import BENCHMARK_TAG
-from benchmarks.servers import Deployment, missing_servers
+from benchmarks.servers import Deployment, deployed, missing_servers
 
 from ..devserver import REPO
 
 pytestmark = [
-    pytest.mark.slow,
+    pytest.mark.slow,  # the quick pass runs test_production_quick.py
+    pytest.mark.component("postgres"),
+    pytest.mark.component("redis"),
+    pytest.mark.component("celery"),
+    pytest.mark.component("daemon"),
     pytest.mark.skipif(bool(missing_servers()), reason=missing_servers() or "servers available"),
 ]
 
@@ -92,19 +96,8 @@ def demo_logs():
 
 @pytest.fixture(scope="module")
 def deployment(tmp_path_factory):
-    base = tmp_path_factory.mktemp("production")
-    root = base / "storage"
-    (root / "raw").mkdir(parents=True)
-    deploy = Deployment(base / "servers", root, workers=2)
-    saved = dict(os.environ)
-    try:
-        deploy.start()
-        os.environ.update(deploy.postgres.env())  # so this process can open the instance too
+    with deployed(tmp_path_factory.mktemp("production"), workers=2) as deploy:
         yield deploy
-    finally:
-        deploy.stop()
-        os.environ.clear()
-        os.environ.update(saved)
 
 
 def instance(deploy: Deployment) -> dg.DagsterInstance:

@@ -34,6 +34,7 @@ def benchmarks_of(root) -> set[str]:
     return {p.stem for p in (root / "warehouse/agent_ratings").glob("*.parquet")}
 
 
+@pytest.mark.slow  # the quick pass keeps test_inspect_logs_are_rated
 def test_an_lm_eval_run_fans_out_into_one_benchmark_per_task_and_a_later_run_joins(pipeline, lm_eval_logs):
     root, daemon = pipeline
     shutil.copytree(lm_eval_logs / "run1", root / "incoming/lm-eval/run1")
@@ -55,6 +56,7 @@ def test_an_lm_eval_run_fans_out_into_one_benchmark_per_task_and_a_later_run_joi
     assert not daemon.sensor_tick().run_requests  # settled: nothing read again
 
 
+@pytest.mark.slow  # the quick pass keeps test_inspect_logs_are_rated
 def test_lm_eval_logs_and_the_same_results_as_csv_rate_identically(pipeline, lm_eval_logs, tmp_path):
     root, daemon = pipeline
     for run in ("run1", "run2"):
@@ -83,6 +85,7 @@ def test_lm_eval_logs_and_the_same_results_as_csv_rate_identically(pipeline, lm_
     )
 
 
+@pytest.mark.slow  # the quick pass keeps test_inspect_logs_are_rated
 def test_bad_logs_are_named_in_the_ledger_and_by_agielo_run(pipeline, lm_eval_logs):
     root, daemon = pipeline
     shutil.copytree(lm_eval_logs / "run1", root / "incoming/lm-eval/run1")
@@ -119,6 +122,7 @@ def test_inspect_logs_are_rated(pipeline, inspect_logs):
         assert len(read(root, "agent_ratings", benchmark)) == 2  # alpha and beta
 
 
+@pytest.mark.slow  # the quick pass keeps test_inspect_logs_are_rated
 def test_a_log_refused_for_a_missing_optional_dependency_is_read_once_it_is_installed(pipeline, inspect_logs, monkeypatch):
     """The outcome came from the environment, not the file: installing inspect-ai re-reads the same bytes."""
     root, daemon = pipeline

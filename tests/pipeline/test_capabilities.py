@@ -7,6 +7,7 @@ import sys
 import dagster as dg
 import numpy as np
 import pandas as pd
+import pytest
 
 from ..devserver import REPO
 
@@ -74,6 +75,7 @@ def test_a_bad_tag_file_is_rejected_and_named(daemon, root):
     assert len(pd.read_parquet(root / "warehouse/agent_ratings/olympiad.parquet")) == 4
 
 
+@pytest.mark.slow
 def test_agielo_query_ranks_agents_on_the_selected_test_cases(daemon, root):
     write_tagged_benchmark(root)
     daemon.settle()

@@ -21,6 +21,7 @@ import json
 import re
 
 import pandas as pd
+import pytest
 
 from agielo_dagster.cli import RunSummary, print_summary
 from agielo_dagster.domain.standing import headline
@@ -126,6 +127,7 @@ def test_disconnected_and_unknown_uploads_are_named_everywhere_and_ties_share_th
     assert data["testCases"]["total"] == (cases["component"] == 0).sum()  # the difficulty axis: the main component
 
 
+@pytest.mark.slow
 def test_the_nightly_job_and_a_plan_take_unplaced_and_provisional_agents_in_their_stride(daemon, root):
     """An unplaced agent (no rating) and a provisional one (not in the match table) leave the nightly comparison alone;
     a plan for the unplaced one starts from the prior."""

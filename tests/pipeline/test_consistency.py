@@ -4,6 +4,7 @@ import shutil
 
 import dagster as dg
 import pandas as pd
+import pytest
 from agielo_dagster.resources.storage import ObjectStorage
 
 from .conftest import BENCHMARK_OUTPUTS, Daemon, write_benchmark, write_log
@@ -57,6 +58,7 @@ def test_a_file_replaced_while_its_run_is_in_flight(daemon, root, tmp_path):
     assert (stored.loc[stored["agent_id"] == "agent_0", "metric"] == 0).all()
 
 
+@pytest.mark.slow  # the quick pass keeps the file replaced in flight
 def test_agents_landing_while_a_run_is_planned_and_after_it(daemon, root, tmp_path):
     write_benchmark(root, "quiz", [1300, 1500])
     daemon.settle()

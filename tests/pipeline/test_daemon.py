@@ -18,6 +18,8 @@ import pytest
 
 from ..devserver import REPO, DagsterDev
 
+pytestmark = [pytest.mark.slow, pytest.mark.component("dagster"), pytest.mark.component("daemon")]  # quick: test_dagster_dev.py
+
 BENCHMARKS, AGENTS, TEST_CASES = 5, 200, 20
 
 

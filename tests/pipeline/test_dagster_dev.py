@@ -9,6 +9,8 @@ import pytest
 from ..devserver import REPO, DagsterDev
 from .conftest import BENCHMARK_OUTPUTS, OUTPUTS, write_benchmark
 
+pytestmark = [pytest.mark.component("dagster"), pytest.mark.component("daemon")]
+
 ASSETS = {
     "harness_uploads",
     "upload_ledger",

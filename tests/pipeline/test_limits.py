@@ -72,6 +72,7 @@ def test_symbolic_links_are_refused_and_never_followed(daemon, root, tmp_path):
     assert "secret_case" not in set(matches["test_case_id"]) and "root:x" not in " ".join(report["message"])
 
 
+@pytest.mark.slow  # the quick pass keeps the small wide benchmark's memory test
 def test_a_hundred_megabyte_line_gives_a_short_message(tmp_path, home):
     root = tmp_path / "storage"
     write_benchmark(root, "quiz", [1300, 1600])
@@ -86,6 +87,7 @@ def test_a_hundred_megabyte_line_gives_a_short_message(tmp_path, home):
     assert size < 20 * 1024 * 1024, f"DAGSTER_HOME grew to {size:,} bytes"
 
 
+@pytest.mark.slow  # the quick pass keeps the small wide benchmark's memory test
 def test_memory_of_a_two_million_match_upload_is_bounded_by_the_data(tmp_path, home):
     """Peak RSS of `agielo run` at most 300 bytes per match + 1 GB (the contract of issue 10), measured.
 
@@ -169,6 +171,7 @@ def test_memory_of_a_wide_benchmark_with_partial_uploads_is_bounded_by_the_data(
     assert peak <= nominal, f"peak RSS {peak / 2**20:.0f} MiB > {nominal / 2**20:.0f} MiB"
 
 
+@pytest.mark.slow  # 37 s at load 6
 def test_memory_of_a_small_wide_benchmark_with_partial_uploads_is_bounded_by_the_data(tmp_path, home):
     """The quick variant: 1 agent × 200,000 test cases + 3 partial uploads, where the fixed 1 GiB is most of the bound."""
     matches = write_wide(tmp_path / "storage", 200_000)

@@ -12,6 +12,8 @@ from agielo_dagster.schedules import nightly_rerate
 
 from .conftest import BENCHMARK_OUTPUTS, write_benchmark, write_log
 
+pytestmark = [pytest.mark.component("dagster")]
+
 
 def read(root, asset, benchmark):
     return pd.read_parquet(root / "warehouse" / asset / f"{benchmark}.parquet")

@@ -15,6 +15,8 @@ from agielo_dagster.rating import simulate_matches
 from ..s3server import BUCKET, SECRET_KEY
 from .conftest import Daemon
 
+pytestmark = [pytest.mark.component("dagster")]
+
 
 def put_benchmark(fs, prefix, benchmark, agent_ratings, seed=0):
     fs.pipe_file(f"{prefix}/raw/{benchmark}/benchmark.yaml", b"metric: correct\nscoring: identity\n")

@@ -34,7 +34,7 @@ def _study(sd, share, outcome, replications, **rate_kwargs):
 
 @pytest.mark.parametrize(
     "sd, share, outcome",
-    [(600, 1.0, "binary"), (400, 0.1, "binary"), (800, 0.3, "graded")],
+    [pytest.param(600, 1.0, "binary", marks=pytest.mark.slow), (400, 0.1, "binary"), (800, 0.3, "graded")],
 )
 def test_intervals_cover_widely_spread_agents(sd, share, outcome):
     """The issue's regime (sd 600, dense) and two harder ones: coverage ≥ 0.90 overall, extremes ≥ 0.85."""

@@ -71,6 +71,7 @@ def test_plackett_luce_refuses_infinite_scores_without_regularization():
     assert out["a"] > out["b"] and np.isfinite(out).all()
 
 
+@pytest.mark.slow  # demo_digits: 20 classifiers cross-validated on 1,797 digits; breast_cancer stays quick
 def test_plackett_luce_ranking_survives_90_percent_missing_on_the_real_benchmark(demo_digits):
     assert demo_digits["agent_id"].nunique() == 20
     result = robustness(demo_digits, methods="plackett_luce", fractions=(0.0, 0.9), repeats=5, seed=1)
@@ -140,6 +141,7 @@ def test_rasch_recovers_the_rating_scale(synthetic):
     assert test_cases["rating"].mean() == pytest.approx(1500.0)
 
 
+@pytest.mark.slow  # demo_digits: 20 classifiers cross-validated on 1,797 digits; breast_cancer stays quick
 def test_rasch_and_agielo_agree_on_the_demo_benchmark(demo_digits):
     _, rasch_cases = rasch(demo_digits)
     agielo_cases = rate(demo_digits).test_cases.set_index("test_case_id")["mu"]

@@ -115,6 +115,7 @@ def test_table_shape_and_graded_measures():
         heldout_check(MATCHES, folds=1)
 
 
+@pytest.mark.slow  # demo_digits: 20 classifiers cross-validated on 1,797 digits; breast_cancer stays quick
 def test_ratings_predict_held_out_matches_better_than_means_on_the_real_benchmark(demo_digits):
     out = heldout_check(demo_digits, folds=5, seed=0, scoring=identity()).set_index(["method", "measure"])["value"]
     for measure in ("mae", "brier"):
@@ -124,6 +125,7 @@ def test_ratings_predict_held_out_matches_better_than_means_on_the_real_benchmar
     assert out[("agielo", "brier")] <= 1.05 * out[("rasch", "brier")]
 
 
+@pytest.mark.slow  # demo_digits: 20 classifiers cross-validated on 1,797 digits; breast_cancer stays quick
 def test_binary_outcomes_get_log_loss(demo_digits):
     binary = demo_digits.assign(score=(demo_digits["score"] > 0.5).astype(float))
     binary["metric"] = binary["score"]

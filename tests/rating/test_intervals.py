@@ -51,6 +51,7 @@ def test_z_and_order_variance():
     assert order_variance(per_order[:3])[0] == pytest.approx(np.var([1.0, 3.0, 2.0], ddof=1) / 3)
 
 
+@pytest.mark.slow  # demo_digits: 20 classifiers cross-validated on 1,797 digits; breast_cancer stays quick
 def test_interval_columns(demo_digits):
     agents = rate(demo_digits, seed=1, with_reliability=False).agents
     assert (agents["mu_lo"] < agents["mu"]).all() and (agents["mu"] < agents["mu_hi"]).all()

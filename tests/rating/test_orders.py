@@ -71,15 +71,15 @@ def test_default_is_several_orders_and_one_order_is_the_papers(small):
     assert paper.reliability["orders"].eq(1).all()
 
 
-@pytest.mark.parametrize("name", ["digits", "breast_cancer"])
-def test_the_default_k_agrees_between_seeds_on_the_demo(name, demo_digits, demo_breast_cancer):
+@pytest.mark.parametrize("name", [pytest.param("digits", marks=pytest.mark.slow), "breast_cancer"])
+def test_the_default_k_agrees_between_seeds_on_the_demo(name, request):
     """Two seeds publish the same ranking (Kendall τ_b ≥ 0.98 on ``rank``), where one order does not.
 
     Measured over 45 pairs of 10 seeds: with 16 orders every pair reaches τ_b ≥ 0.985 on both
     benchmarks; with one order the breast_cancer ranks agree at τ_b ≈ 0.95 on average, and the
     raw order of μ at τ ≈ 0.86 (two of its classifiers are 1 Elo apart).
     """
-    matches = demo_digits if name == "digits" else demo_breast_cancer
+    matches = request.getfixturevalue(f"demo_{name}")  # only the case's own benchmark is computed
     seeds = (11, 12, 13, 14)
     ranked = {s: rate(matches, seed=s, with_reliability=False).agents for s in seeds}
     for a, b in itertools.combinations(seeds, 2):

@@ -29,15 +29,15 @@ def test_a_new_agent_lands_where_a_full_re_rating_puts_it(benchmark):
     pd.testing.assert_frame_equal(old.test_cases, frozen, check_exact=True)
 
 
-@pytest.mark.parametrize("name", ["digits", "breast_cancer"])
-def test_placement_agrees_with_the_joint_rating_on_the_real_benchmarks(name, demo_digits, demo_breast_cancer):
+@pytest.mark.parametrize("name", [pytest.param("digits", marks=pytest.mark.slow), "breast_cancer"])
+def test_placement_agrees_with_the_joint_rating_on_the_real_benchmarks(name, request):
     """Every classifier, left out and placed, lands where rating it with the others puts it.
 
     Against the final test-case ratings alone the same classifiers land 30-70 Elo too low
     (measured: 40 on average on digits), because in a joint rating an agent meets most test
     cases before their ratings have settled.
     """
-    matches = demo_digits if name == "digits" else demo_breast_cancer
+    matches = request.getfixturevalue(f"demo_{name}")  # only the case's own benchmark is computed
     # place_agents replays Glicko's pass: it is checked against the Glicko joint ratings (docs/engine.md)
     joint = rate(matches, seed=1, with_reliability=False, refine=False).agents.set_index("agent_id")
     offsets, final_only = [], []

@@ -72,6 +72,7 @@ def test_k_orders_measure_the_published_ratings_on_every_match(matches):
     assert final["mae"] != single.reliability["mae"].iloc[-1]
 
 
+@pytest.mark.slow  # demo_digits: 20 classifiers cross-validated on 1,797 digits; breast_cancer stays quick
 def test_matches_outside_the_bins_are_counted_on_the_real_benchmark(demo_digits):
     # strong classifiers against easy images: some rating differences exceed the authors' last edge (+1150)
     result = rate(demo_digits, seed=3)

@@ -10,6 +10,8 @@ from agielo_dagster.domain.figures import FIGURES
 
 from ..devserver import REPO, DagsterDev
 
+pytestmark = [pytest.mark.component("daemon")]
+
 CHROMIUM = os.environ.get("AGIELO_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 ARTIFACTS = Path(os.environ.get("AGIELO_TEST_ARTIFACTS", REPO / "test-artifacts"))
 
@@ -59,6 +61,7 @@ def browser_page(demo_run, chromium):
         server.stop()
 
 
+@pytest.mark.slow  # agielo demo, then dagster dev: the quick pass keeps the ledger_page tests
 def test_benchmark_reports_page_shows_every_figure(browser_page):
     server, page = browser_page
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
@@ -77,6 +80,7 @@ def test_benchmark_reports_page_shows_every_figure(browser_page):
         image.wait_for(state="detached")
 
 
+@pytest.mark.slow  # agielo demo, then dagster dev: the quick pass keeps the ledger_page tests
 def test_hardest_test_cases_show_their_metadata(browser_page):
     server, page = browser_page
     page.goto(f"{server.url}/assets/benchmark_reports", wait_until="networkidle")
