@@ -171,3 +171,36 @@ def test_benchmarks_import_nothing_from_the_tests():
     offenders = [p.name for p in sorted((REPO / "benchmarks").glob("*.py")) if importing.search(p.read_text(encoding="utf-8"))]
     assert offenders == []
     assert len(list((REPO / "benchmarks").glob("*.py"))) > 10
+
+
+def _engine_imports() -> dict[str, set[str]]:
+    """Each engine module's imports of sibling engine modules, at module level or inside functions."""
+    folder = PACKAGE / "rating"
+    names = {p.stem for p in folder.glob("*.py")} | {p.name for p in folder.iterdir() if (p / "__init__.py").exists()}
+    graph: dict[str, set[str]] = {}
+    for path in folder.glob("*.py"):
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level == 1:
+                targets = [node.module.split(".")[0]] if node.module else [a.name for a in node.names]
+                found |= {t for t in targets if t in names and t != path.stem}
+        graph[path.stem] = found
+    return graph
+
+
+def test_engine_modules_import_each_other_without_a_cycle():
+    """Not even through an import inside a function (glicko and reliability once imported each other that way)."""
+    graph = _engine_imports()
+    assert "order_reliability" in graph["glicko"] and "glicko" in graph["reliability"]
+    done: set[str] = set()
+
+    def visit(module: str, path: tuple[str, ...]) -> None:
+        assert module not in path, " -> ".join((*path, module))
+        if module in done:
+            return
+        for imported in sorted(graph.get(module, ())):
+            visit(imported, (*path, module))
+        done.add(module)
+
+    for module in sorted(graph):
+        visit(module, ())

@@ -47,7 +47,7 @@ from .frames import (
 )
 from .graph import components, warn_if_disconnected
 from .intervals import agent_intervals, interval_ranks, order_variance, z_of
-from .reliability import RELIABILITY_COLUMNS, OrderReliability
+from .order_reliability import RELIABILITY_COLUMNS, OrderReliability
 
 __all__ = [
     "DEFAULT_LEVEL",
