@@ -112,7 +112,7 @@ def _page_survey(data: bytes, meta: pq.FileMetaData, bound: int) -> tuple[int, s
             if column.has_dictionary_page and 0 < (column.dictionary_page_offset or 0) < start:
                 start = column.dictionary_page_offset
             try:
-                size, grows = _walk_pages(data, start, start + column.total_compressed_size, column)
+                size, grows = _walk_pages(data, start, start + column.total_compressed_size, column, bound)
             except (ValueError, IndexError, KeyError, pa.ArrowException):
                 expanding.add(c)
                 continue
@@ -126,9 +126,10 @@ def _page_survey(data: bytes, meta: pq.FileMetaData, bound: int) -> tuple[int, s
     return total, expanding, prefixed
 
 
-def _walk_pages(data: bytes, pos: int, end: int, column: pq.ColumnChunkMetaData) -> tuple[int, int]:
+def _walk_pages(data: bytes, pos: int, end: int, column: pq.ColumnChunkMetaData, bound: int) -> tuple[int, int]:
     """The pages of one column chunk: (sum of uncompressed sizes, most bytes its dictionary-encoded values
-    expand to, or -1 where text is stored by prefix)."""
+    expand to, or -1 where text is stored by prefix). Stops as soon as the pages declare more than
+    ``bound`` (the file is refused for that), before decompressing a page that large."""
     if pos < 0 or end > len(data) or pos >= end:
         raise ValueError("column chunk outside the file")
     total, longest, encoded, prefixed = 0, 0, 0, False
@@ -139,6 +140,8 @@ def _walk_pages(data: bytes, pos: int, end: int, column: pq.ColumnChunkMetaData)
         if uncompressed < 0 or compressed < 0:
             raise ValueError("page header without sizes")
         total += uncompressed
+        if total > bound:
+            return total, 0
         values, encoding = header.get(5, header.get(8, {})).get(1, -1), header.get(5, {}).get(2, header.get(8, {}).get(4, -1))
         if kind == 2:
             if column.physical_type == "BYTE_ARRAY":
