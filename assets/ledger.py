@@ -16,7 +16,7 @@ import dagster as dg
 from agielo_dagster.resources.storage import ObjectStorage
 from agielo_dagster.resources.warehouse import column_schema
 
-from agielo_dagster.domain.layout import LEDGER_FOLDER, ledger_path, warehouse_path
+from agielo_dagster.domain.layout import LEDGER_FOLDER, ledger_path
 from agielo_dagster.domain.ledger import LEDGER_SCHEMA, Ledger, read_ledger, refresh_ledger
 from agielo_dagster.domain.lineage import INGEST_VERSION, RATING_VERSION
 from agielo_dagster.domain.quality import failed_expectations

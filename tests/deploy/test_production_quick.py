@@ -11,8 +11,8 @@ import dagster as dg
 import pytest
 
 from agielo_dagster.runs import BENCHMARK_TAG
-
 from benchmarks.servers import deployed, missing_servers
+
 from .test_production import celery_workers_of, instance, rating_runs, settled, wait_for, write_benchmark
 
 pytestmark = [

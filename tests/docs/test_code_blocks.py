@@ -13,6 +13,7 @@ import contextlib
 import io
 import os
 import re
+import runpy
 import shutil
 import signal
 import subprocess
@@ -153,9 +154,12 @@ class Workspace:
         for key in ("HOME", "HF_HOME", "DAGSTER_HOME", "AGIELO_STORAGE"):
             monkeypatch.setenv(key, self.env[key])
         monkeypatch.chdir(self.cwd(block))
+        # the block as a file run as a script, its globals carried to the page's next python block (a tour)
+        script = self.repo.parent / f"block-{block.line}.py"
+        script.write_text(block.text, encoding="utf-8")
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
-            exec(compile(block.text, f"{block.page}:{block.line}", "exec"), self.namespace)
+            self.namespace.update(runpy.run_path(str(script), init_globals=self.namespace, run_name="__main__"))
         return out.getvalue()
 
 
