@@ -51,7 +51,7 @@ _HOME = {
     "minmax": "scoring",
     "oracle_rating": "predict",
     "pairwise_wins": "estimators",
-    "place_agents": "glicko",
+    "place_agents": "placement",
     "place_on_subset": "selection",
     "place_provisional_agents": "selection",
     "place_sequentially": "selection",

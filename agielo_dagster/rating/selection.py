@@ -45,8 +45,9 @@ from .frames import (
     to_flavour,
     to_pandas,
 )
-from .glicko import DEFAULT_SHUFFLES, Q, g, place_agents, refuse_unknown_test_cases
+from .glicko import DEFAULT_SHUFFLES, Q, g
 from .intervals import z_of
+from .placement import place_agents, refuse_unknown_test_cases
 from .schema import MATCH_COLUMNS
 
 __all__ = [

@@ -19,9 +19,10 @@ import numpy as np
 import pandas as pd
 
 from .frames import Matches, MatchTableError, encode_matches, flavour_of, require_columns, to_flavour, to_pandas
-from .glicko import DEFAULT_SHUFFLES, place_agents
+from .glicko import DEFAULT_SHUFFLES
 from .graph import warn_disconnected
 from .intervals import interval_ranks, z_of
+from .placement import place_agents
 from .schema import MATCH_COLUMNS
 
 __all__ = ["SLICE_COLUMNS", "query_ranking", "slice_ratings", "slice_test_cases"]

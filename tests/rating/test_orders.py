@@ -51,11 +51,11 @@ def test_workers_do_not_change_a_single_bit(small):
 
 def test_orders_playing_one_at_a_time_for_memory_do_not_change_a_single_bit(small, monkeypatch):
     # a wide benchmark's orders play one at a time beside the first (ORDER_STATE_BUDGET); here every size does
-    from agielo_dagster.rating import glicko
+    from agielo_dagster.rating import orders
 
     many = rate(small, seed=5, shuffles=6, workers=4)
-    assert glicko.order_state_bytes(1, 10**6, [1] * 100, [1, 2, 3], 0) > glicko.ORDER_STATE_BUDGET // 2
-    monkeypatch.setattr(glicko, "ORDER_STATE_BUDGET", 1)
+    assert orders.order_state_bytes(1, 10**6, [1] * 100, [1, 2, 3], 0) > orders.ORDER_STATE_BUDGET // 2
+    monkeypatch.setattr(orders, "ORDER_STATE_BUDGET", 1)
     one = rate(small, seed=5, shuffles=6, workers=4)
     for name in ("agents", "test_cases", "snapshots", "reliability"):
         pd.testing.assert_frame_equal(getattr(one, name), getattr(many, name), check_exact=True)
