@@ -13,17 +13,18 @@ q = ln 10 / 400 and g(σ) = 1 / √(1 + 3q²σ²/π²)::
 σ only shrinks (no rating-period inflation, no floor), as in the AGI-Elo paper.
 
 One order of the matches decides a lot (on a benchmark of near-tied agents, two seeds
-disagree on the ranking), so :func:`rate` plays ``shuffles`` orders and reports their
+disagree on the ranking), so :func:`rate` plays ``orders`` orders and reports their
 mean. Orders come in antithetic pairs: a random permutation and the same permutation
 read backwards. A match early in one is late in the other, which makes the pair's
 mean markedly less noisy than two independent orders (measured on the demo's
 benchmarks: the spread of rating differences falls as if 3.6 independent orders had
-been played). ``shuffles=1`` is the paper's single order, unchanged.
+been played). ``orders=1`` is the paper's single order, unchanged.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,7 +32,6 @@ import numpy as np
 import pandas as pd
 
 from . import _kernels as K
-from .checks import check_start
 from .frames import Flavour, Matches, encode_matches, to_flavour, to_pandas
 from .graph import components, warn_if_disconnected
 from .intervals import agent_intervals, interval_ranks, order_variance, z_of
@@ -46,14 +46,24 @@ from .orders import (
     run_orders,
     snapshot_ends,
 )
+from .settings import (
+    DEFAULT_LEVEL,
+    DEFAULT_ORDERS,
+    DEFAULT_SHUFFLES,
+    DEFAULT_SNAPSHOT_FRACTIONS,
+    DEFAULT_TEST_CASE_SNAPSHOT_FRACTIONS,
+    RatingSettings,
+)
 
 __all__ = [
     "DEFAULT_LEVEL",
+    "DEFAULT_ORDERS",
     "DEFAULT_SHUFFLES",
     "DEFAULT_SNAPSHOT_FRACTIONS",
     "DEFAULT_TEST_CASE_SNAPSHOT_FRACTIONS",
     "Q",
     "RatingResult",
+    "RatingSettings",
     "final_ratings",
     "g",
     "glicko_expected",
@@ -65,13 +75,6 @@ __all__ = [
 ]
 
 Q = K.Q
-DEFAULT_SNAPSHOT_FRACTIONS: tuple[float, ...] = tuple(round(k / 100, 2) for k in range(1, 101))
-DEFAULT_TEST_CASE_SNAPSHOT_FRACTIONS: tuple[float, ...] = (0.1, 0.25, 0.5, 1.0)
-DEFAULT_SHUFFLES = 16
-"""Orders :func:`rate` averages by default (8 antithetic pairs): the smallest K for which every pair of
-10 seeds ranks the demo's agents alike (Kendall τ_b ≥ 0.98 on ``rank`` on digits and breast_cancer);
-see docs/engine.md, "Order-robust ratings"."""
-DEFAULT_LEVEL = 0.95
 
 
 def g(sigma: Any) -> np.ndarray:
@@ -188,15 +191,6 @@ class RatingResult:
         return table.set_index(f"{kind}_id")["component"]
 
 
-def _check_fractions(fractions: Any, name: str) -> np.ndarray:
-    f = np.asarray(tuple(fractions), dtype=np.float64)
-    if f.ndim != 1 or len(f) == 0:
-        raise ValueError(f"{name} must be a non-empty sequence of fractions")
-    if not (np.all(f > 0) and np.all(f <= 1) and np.all(np.diff(f) > 0)):
-        raise ValueError(f"{name} must increase strictly within (0, 1], got {f.tolist()}")
-    return f
-
-
 def rate(
     matches: Any,
     *,
@@ -206,11 +200,12 @@ def rate(
     init_sigma: float = 350.0,
     snapshot_fractions: Any = DEFAULT_SNAPSHOT_FRACTIONS,
     test_case_snapshot_fractions: Any = DEFAULT_TEST_CASE_SNAPSHOT_FRACTIONS,
-    shuffles: int = DEFAULT_SHUFFLES,
+    orders: int = DEFAULT_ORDERS,
     with_reliability: bool = True,
     level: float = DEFAULT_LEVEL,
     workers: int | None = None,
     refine: bool | None = None,
+    shuffles: int | None = None,
 ) -> RatingResult:
     """Rate every test case and agent of a match table with sequential Glicko-1, over several match orders.
 
@@ -223,7 +218,7 @@ def rate(
         Seed of the match orders; the same seed gives bit-identical results, whatever
         ``workers`` is.
     shuffle : bool
-        ``False`` processes the matches in row order (then ``shuffles`` must be 1).
+        ``False`` processes the matches in row order (then ``orders`` must be 1).
     init_mu, init_sigma : float
         Every player's starting rating: ``init_mu`` within ±10,000, ``init_sigma`` in (0, 1000]
         (:func:`~agielo_dagster.rating.checks.check_start`).
@@ -231,8 +226,8 @@ def rate(
         Shares of the matches after which agent ratings (and reliability) are recorded.
     test_case_snapshot_fractions : sequence of float
         Shares after which test-case ratings are recorded (fewer: there are many test cases).
-    shuffles : int
-        Orders to average (``DEFAULT_SHUFFLES`` = 16: eight antithetic pairs). ``shuffles=1`` is
+    orders : int
+        Orders to average (``DEFAULT_ORDERS`` = 16: eight antithetic pairs). ``orders=1`` is
         the AGI-Elo paper's single order, as in earlier versions of this engine.
     with_reliability : bool
         Compute the reliability table during the first order's pass (see
@@ -245,11 +240,14 @@ def rate(
         Replace the Glicko ratings and intervals by the joint refinement of
         :mod:`agielo_dagster.rating.refine`: an unbiased scale and calibrated intervals at any
         spread of the agents, dense or sparse, binary or graded, its level the Glicko scale's at
-        the median agent. ``None`` (the default) refines unless ``shuffles`` is 1: several orders
+        the median agent. ``None`` (the default) refines unless ``orders`` is 1: several orders
         are this engine's ratings, refined; a single order is the AGI-Elo paper's procedure and
         reproduces its published ratings exactly, so it stays Glicko alone (pass ``refine=True``
         to refine it too). Skipped, with a :class:`~agielo_dagster.rating.refine.RefinementSkippedWarning`,
         above ``refine.MAX_AGENTS`` agents or ``refine.MAX_PAIRS`` agent pairs sharing a test case.
+
+    shuffles : int
+        The earlier name of ``orders``: still read, with a :class:`DeprecationWarning`.
 
     Returns
     -------
@@ -265,48 +263,36 @@ def rate(
     in about 23 s and 3.2 GiB, 16 in about 85 s and 4.8 GiB. See ``benchmarks/rate_1m.py``
     and ``benchmarks/rate_100m.py``.
     """
-    settings = dict(
+    # the old keyword alone (orders left at its default) is the old call; both given must agree
+    given_orders = {} if shuffles is not None and orders == DEFAULT_ORDERS else {"orders": orders}
+    settings = RatingSettings.of(
         seed=seed,
         shuffle=shuffle,
         init_mu=init_mu,
         init_sigma=init_sigma,
         snapshot_fractions=snapshot_fractions,
         test_case_snapshot_fractions=test_case_snapshot_fractions,
-        shuffles=shuffles,
+        **given_orders,
         with_reliability=with_reliability,
         level=level,
         workers=workers,
         refine=refine,
+        shuffles=shuffles,
     )
     return rate_encoded(encode_matches(matches), settings)
 
 
-def rate_defaults() -> dict:
-    """The keyword arguments of :func:`rate` with their defaults."""
-    import inspect
-
-    return {k: p.default for k, p in inspect.signature(rate).parameters.items() if p.kind is p.KEYWORD_ONLY}
-
-
-def rate_encoded(m: Matches, settings: dict, *, warn: bool = True) -> RatingResult:
-    """:func:`rate` on an already encoded match table, with ``settings`` its keyword arguments."""
-    unknown = set(settings) - set(rate_defaults())
-    if unknown:
-        raise TypeError(f"rate() got unexpected keyword argument(s) {', '.join(sorted(unknown))}")
-    settings = {**rate_defaults(), **settings}
-    seed, shuffle, shuffles, level = settings["seed"], settings["shuffle"], settings["shuffles"], settings["level"]
-    init_mu, init_sigma, workers = settings["init_mu"], settings["init_sigma"], settings["workers"]
-    with_reliability = settings["with_reliability"]
-    refine = shuffles != 1 if settings["refine"] is None else bool(settings["refine"])
-    snapshot_fractions, test_case_snapshot_fractions = settings["snapshot_fractions"], settings["test_case_snapshot_fractions"]
-    fractions = _check_fractions(snapshot_fractions, "snapshot_fractions")
-    tc_fractions = _check_fractions(test_case_snapshot_fractions, "test_case_snapshot_fractions")
-    check_start(init_mu, init_sigma)
-    z_of(level)
-    pairs = _pairs(len(m), seed, shuffle, shuffles)
+def rate_encoded(m: Matches, settings: RatingSettings | Mapping[str, Any], *, warn: bool = True) -> RatingResult:
+    """:func:`rate` on an already encoded match table, with ``settings`` its keyword arguments (or a mapping of them)."""
+    if not isinstance(settings, RatingSettings):
+        settings = RatingSettings.of(settings)
+    seed, shuffle, level = settings.seed, settings.shuffle, settings.level
+    init_mu, init_sigma, workers = settings.init_mu, settings.init_sigma, settings.workers
+    with_reliability, refine = settings.with_reliability, settings.refines
+    fractions = np.asarray(settings.snapshot_fractions, dtype=np.float64)
+    tc_fractions = np.asarray(settings.test_case_snapshot_fractions, dtype=np.float64)
+    pairs = _pairs(len(m), seed, shuffle, settings.orders)
     workers = default_workers() if workers is None else int(workers)
-    if workers < 1:
-        raise ValueError(f"workers must be >= 1, got {workers}")
     n, n_a, n_t = len(m), m.n_agents, m.n_test_cases
     ends, tc_ends = snapshot_ends(fractions, n), snapshot_ends(tc_fractions, n)
     played_tc_ends = tc_ends[tc_ends < n]  # a wide benchmark's orders keep 16 bytes a test case fewer each
@@ -408,24 +394,13 @@ def rate_encoded(m: Matches, settings: dict, *, warn: bool = True) -> RatingResu
                 )
             )
         )
-    settings = dict(
-        seed=seed,
-        shuffle=shuffle,
-        init_mu=init_mu,
-        init_sigma=init_sigma,
-        snapshot_fractions=tuple(fractions.tolist()),
-        test_case_snapshot_fractions=tuple(tc_fractions.tolist()),
-        shuffles=shuffles,
-        level=level,
-        refine=bool(refine),
-    )
     flav = m.flavour
     return RatingResult(
         test_cases=to_flavour(test_cases, flav),
         agents=to_flavour(agents, flav),
         snapshots=_from_arrow(snapshots, flav),
         reliability=None if reliability is None else to_flavour(reliability, flav),
-        settings=settings,
+        settings=settings.reproducing(),
         n_matches=n,
         n_components=n_components,
     )

@@ -10,7 +10,7 @@ import pandas as pd
 from . import _kernels as K
 from .checks import check_start
 from .frames import Matches, MatchTableError, encode_matches, floats_of, ids_of, require_columns, to_flavour, to_pandas
-from .glicko import DEFAULT_SHUFFLES, Q, g
+from .glicko import DEFAULT_ORDERS, Q, g
 from .intervals import order_variance, z_of
 from .orders import _pairs
 
@@ -53,7 +53,7 @@ def place_agents(
     test_cases: Any,
     *,
     level: float = 0.9,
-    shuffles: int = DEFAULT_SHUFFLES,
+    shuffles: int = DEFAULT_ORDERS,
     seed: int | None = 42,
     shuffle: bool = True,
     init_mu: float = 1500.0,

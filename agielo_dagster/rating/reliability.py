@@ -18,8 +18,8 @@ At each snapshot (the state after a share of the matches, in processing order):
   ``fraction · n_matches``);
 - ``orders``: how many match orders the row's ratings average (see below).
 
-With ``rate(shuffles=K)`` the rows before 100 % describe the first order, the
-paper's single order, as it matures (they equal ``shuffles=1`` with the same seed);
+With ``rate(orders=K)`` the rows before 100 % describe the first order, the
+paper's single order, as it matures (they equal ``orders=1`` with the same seed);
 the 100 % row measures the published ratings, the mean of the K orders, on every
 match, and says ``orders = K``.
 
@@ -196,7 +196,7 @@ def calibration_twins(matches: Any, result: Any, *, twins: int = DEFAULT_TWINS, 
         ta_mu, _, tt_mu, tt_sig = final_ratings(
             twin,
             seed=settings["seed"],
-            shuffles=settings["shuffles"],
+            shuffles=settings["orders"],
             shuffle=settings["shuffle"],
             init_mu=settings["init_mu"],
             init_sigma=settings["init_sigma"],

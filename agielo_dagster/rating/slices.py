@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from .frames import Matches, MatchTableError, encode_matches, flavour_of, require_columns, to_flavour, to_pandas
-from .glicko import DEFAULT_SHUFFLES
+from .glicko import DEFAULT_ORDERS
 from .graph import warn_disconnected
 from .intervals import interval_ranks, z_of
 from .placement import place_agents
@@ -101,7 +101,7 @@ def slice_ratings(
     min_test_cases: int = 20,
     level: float = 0.9,
     max_values_per_tag: int = 50,
-    shuffles: int = DEFAULT_SHUFFLES,
+    shuffles: int = DEFAULT_ORDERS,
     seed: int | None = 42,
 ) -> Any:
     """Every agent's rating on every slice (tag value) with at least ``min_test_cases`` rated test cases.

@@ -17,7 +17,7 @@ from .frames import (
     to_flavour,
     to_pandas,
 )
-from .glicko import DEFAULT_SHUFFLES, Q, g
+from .glicko import DEFAULT_ORDERS, Q, g
 from .intervals import z_of
 from .placement import place_agents, refuse_unknown_test_cases
 from .strata import _candidates, default_strata
@@ -69,7 +69,7 @@ def joint_scale(
     test_cases: Any,
     theta: Any,
     *,
-    shuffles: int = DEFAULT_SHUFFLES,
+    shuffles: int = DEFAULT_ORDERS,
     seed: int | None = 42,
     init_mu: float = 1500.0,
     init_sigma: float = 350.0,
@@ -119,7 +119,7 @@ def place_on_subset(
     test_cases: Any,
     *,
     level: float = 0.9,
-    shuffles: int = DEFAULT_SHUFFLES,
+    shuffles: int = DEFAULT_ORDERS,
     seed: int | None = 42,
     init_mu: float = 1500.0,
     init_sigma: float = 350.0,
@@ -250,7 +250,7 @@ def place_provisional_agents(
     test_cases: Any,
     *,
     level: float = 0.9,
-    shuffles: int = DEFAULT_SHUFFLES,
+    shuffles: int = DEFAULT_ORDERS,
     seed: int | None = 42,
     init_mu: float = 1500.0,
     init_sigma: float = 350.0,

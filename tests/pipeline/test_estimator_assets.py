@@ -16,7 +16,7 @@ def test_nightly_job_compares_estimators_and_bounds_uncertainty(daemon, root):
     config = {
         **QUIET,
         "ops": {
-            "rating_uncertainty": {"config": {"resamples": 40, "shuffles": 3}},
+            "rating_uncertainty": {"config": {"resamples": 40, "orders": 3}},
             "upload_ledger": {"config": {"rerate": True}},
         },
     }
