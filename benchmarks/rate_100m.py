@@ -64,7 +64,7 @@ def generate(path: Path, n_agents: int, n_test_cases: int, seed: int = 0, block:
 def run(path: Path, shuffles: int) -> dict:
     """One measurement (in this process): load (read + validate + encode) and rate; seconds and peak RSS.
 
-    The same two steps as ``rate_parquet(path, shuffles=shuffles)``, timed apart.
+    The same two steps as ``rate_parquet(path, orders=shuffles)``, timed apart.
     """
     from agielo_dagster.rating import DEFAULT_ORDERS, rate
     from agielo_dagster.rating.glicko import rate_encoded

@@ -103,7 +103,7 @@ from agielo_dagster.rating.simulate import simulate_matches
 rng = np.random.default_rng(0)
 matches = simulate_matches(rng.normal(1500, 300, {test_cases}), np.linspace(1300, 2000, {agents}), seed=1)
 t0 = time.perf_counter()
-rate(matches, shuffles=1)
+rate(matches, orders=1)
 print(time.perf_counter() - t0)
 """
 
