@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from .frames import Matches, MatchTableError, encode_matches
+from .frames import Matches, MatchTableError, Table, encode_matches
 
 __all__ = ["Fragility", "fragility_of_first"]
 
@@ -94,7 +94,7 @@ class Fragility:
 
 
 def fragility_of_first(
-    matches: Any,
+    matches: Table,
     *,
     tier: Sequence[str] | None = None,
     candidates: Sequence[str] | None = None,

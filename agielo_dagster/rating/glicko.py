@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from . import _kernels as K
-from .frames import Flavour, Matches, encode_matches, to_flavour, to_pandas
+from .frames import Flavour, Matches, Table, encode_matches, to_flavour, to_pandas
 from .graph import components, warn_if_disconnected
 from .intervals import agent_intervals, interval_ranks, order_variance, z_of
 from .order_reliability import RELIABILITY_COLUMNS
@@ -177,10 +177,10 @@ class RatingResult:
         (:class:`~agielo_dagster.rating.DisconnectedMatchesWarning`).
     """
 
-    test_cases: Any
-    agents: Any
-    snapshots: Any
-    reliability: Any
+    test_cases: Table
+    agents: Table
+    snapshots: Table
+    reliability: Table | None
     settings: dict = field(repr=False)
     n_matches: int = 0
     n_components: int = 1
@@ -192,7 +192,7 @@ class RatingResult:
 
 
 def rate(
-    matches: Any,
+    matches: Table,
     *,
     seed: int | None = 42,
     shuffle: bool = True,
@@ -440,7 +440,7 @@ def _snapshot_table(fractions, agent_ids, a_mu_at, a_sig_at, tc_fractions, test_
     return pa.table({name: pa.chunked_array(c, types[name]) for name, c in chunks.items()})
 
 
-def _from_arrow(table, flavour: Flavour) -> Any:
+def _from_arrow(table, flavour: Flavour) -> Table:
     """A pyarrow table as the caller's flavour."""
     if flavour == "arrow":
         return table

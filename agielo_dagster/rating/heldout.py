@@ -41,7 +41,7 @@ import numpy as np
 import pandas as pd
 
 from .estimators.rasch import _joint_ml
-from .frames import Matches, encode_matches, to_flavour, to_pandas
+from .frames import Matches, Table, encode_matches, to_flavour, to_pandas
 from .glicko import DEFAULT_ORDERS, final_ratings
 from .predict import combined_sigma, expected_score, link_from_diffs
 from .scoring import Scoring, identity
@@ -142,7 +142,7 @@ def heldout_predictions(
 
 
 def heldout_check(
-    matches: Any,
+    matches: Table,
     *,
     folds: int = 5,
     seed: int | None = 0,

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pandas as pd
 
 from . import _kernels as K
 from .checks import check_start
-from .frames import Matches, MatchTableError, encode_matches, floats_of, ids_of, require_columns, to_flavour, to_pandas
+from .frames import Matches, MatchTableError, Table, encode_matches, floats_of, ids_of, require_columns, to_flavour, to_pandas
 from .glicko import DEFAULT_ORDERS, Q, g
 from .intervals import order_variance, z_of
 from .orders import _pairs
@@ -49,8 +47,8 @@ def _histories(tc: pd.DataFrame, pos: np.ndarray) -> tuple[np.ndarray, np.ndarra
 
 
 def place_agents(
-    new_matches: Any,
-    test_cases: Any,
+    new_matches: Table,
+    test_cases: Table,
     *,
     level: float = 0.9,
     shuffles: int = DEFAULT_ORDERS,
@@ -58,7 +56,7 @@ def place_agents(
     shuffle: bool = True,
     init_mu: float = 1500.0,
     init_sigma: float = 350.0,
-) -> Any:
+) -> Table:
     """Rate new agents against frozen test-case ratings, where a joint re-rating would put them.
 
     No existing rating changes: the cheap path when one new model lands. In a joint rating a

@@ -30,6 +30,7 @@ import pandas as pd
 
 from .frames import (
     MatchTableError,
+    Table,
     flavour_of,
     floats_of,
     ids_of,
@@ -97,7 +98,7 @@ def link_from_diffs(rating_diff: Any, score: Any) -> ScoreLink:
     return ScoreLink(rating_diff=knots_d, score=knots_s, matches=len(d))
 
 
-def score_link(matches: Any, test_cases: Any, agents: Any) -> ScoreLink:
+def score_link(matches: Table, test_cases: Any, agents: Any) -> ScoreLink:
     """Calibrate the link between ratings and scores on a benchmark's matches.
 
     Parameters

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .frames import ids_of, require_columns, to_pandas
+from .frames import Table, ids_of, require_columns, to_pandas
 from .intervals import z_of
 from .placement import place_agents
 from .schema import MATCH_COLUMNS
@@ -317,7 +317,7 @@ def place_sequentially(
 
 
 def placement_study(
-    matches: Any,
+    matches: Table,
     *,
     share: float = 0.05,
     methods: tuple[str, ...] = ("stratified", "importance", "information", "random", "full"),

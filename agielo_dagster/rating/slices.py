@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .frames import Matches, MatchTableError, encode_matches, flavour_of, require_columns, to_flavour, to_pandas
+from .frames import Matches, MatchTableError, Table, encode_matches, flavour_of, require_columns, to_flavour, to_pandas
 from .glicko import DEFAULT_ORDERS
 from .graph import warn_disconnected
 from .intervals import interval_ranks, z_of
@@ -94,7 +94,7 @@ def _missing(value: Any) -> bool:
 
 
 def slice_ratings(
-    matches: Any,
+    matches: Table,
     test_cases: Any,
     tags: Any,
     *,

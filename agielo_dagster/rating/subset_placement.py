@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from .frames import (
+    Table,
     encode_matches,
     flavour_of,
     floats_of,
@@ -115,7 +116,7 @@ def joint_scale(
 
 
 def place_on_subset(
-    new_matches: Any,
+    new_matches: Table,
     test_cases: Any,
     *,
     level: float = 0.9,
@@ -246,7 +247,7 @@ def _rows(test_cases: Any, positions: np.ndarray) -> pd.DataFrame:
 
 
 def place_provisional_agents(
-    new_matches: Any,
+    new_matches: Table,
     test_cases: Any,
     *,
     level: float = 0.9,
