@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 
 from . import _kernels as K
 from .frames import Flavour, Matches, Table, encode_matches, to_flavour, to_pandas
@@ -77,19 +78,21 @@ __all__ = [
 Q = K.Q
 
 
-def g(sigma: Any) -> np.ndarray:
+def g(sigma: ArrayLike) -> np.ndarray:
     """Glicko's attenuation g(σ) = 1 / √(1 + 3q²σ²/π²) of an opponent's rating deviation."""
     sigma = np.asarray(sigma, dtype=np.float64)
     return 1.0 / np.sqrt(1.0 + 3.0 * Q * Q * sigma * sigma / (math.pi * math.pi))
 
 
-def glicko_expected(mu: Any, mu_opponent: Any, sigma_opponent: Any) -> np.ndarray:
+def glicko_expected(mu: ArrayLike, mu_opponent: ArrayLike, sigma_opponent: ArrayLike) -> np.ndarray:
     """Glicko's expected score E of a player rated ``mu`` against an opponent N(μ_j, σ_j²)."""
     diff = np.asarray(mu, dtype=np.float64) - np.asarray(mu_opponent, dtype=np.float64)
     return 1.0 / (1.0 + 10.0 ** (-g(sigma_opponent) * diff / 400.0))
 
 
-def update_rating_period(mu: float, sigma: float, opponent_mu: Any, opponent_sigma: Any, scores: Any) -> tuple[float, float]:
+def update_rating_period(
+    mu: float, sigma: float, opponent_mu: ArrayLike, opponent_sigma: ArrayLike, scores: ArrayLike
+) -> tuple[float, float]:
     """One Glicko-1 rating period of one player against several opponents.
 
     Parameters
@@ -113,7 +116,7 @@ def update_rating_period(mu: float, sigma: float, opponent_mu: Any, opponent_sig
 
 
 def update_match(
-    mu_agent: Any, sigma_agent: Any, mu_test_case: Any, sigma_test_case: Any, score: Any
+    mu_agent: ArrayLike, sigma_agent: ArrayLike, mu_test_case: ArrayLike, sigma_test_case: ArrayLike, score: ArrayLike
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The AGI-Elo update of one match (vectorized over independent matches).
 

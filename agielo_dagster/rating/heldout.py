@@ -151,7 +151,7 @@ def heldout_check(
     shuffle: bool = True,
     ridge: float = 0.01,
     workers: int | None = None,
-) -> Any:
+) -> Table:
     """How well ratings fitted without a match predict it, beside simple baselines.
 
     Parameters

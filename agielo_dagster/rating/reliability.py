@@ -228,7 +228,7 @@ def calibration_twins(matches: Table, result: Any, *, twins: int = DEFAULT_TWINS
     )
 
 
-def with_yardstick(table: Any, yardstick: CalibrationYardstick | None) -> Any:
+def with_yardstick(table: Any, yardstick: CalibrationYardstick | None) -> Table:
     """The reliability table with ``mae_twin, mae_twin_hi, miscalibration_visible`` on its 100 % row (null elsewhere).
 
     With ``yardstick=None`` the three columns are there and null (no twins were rated).
@@ -302,7 +302,7 @@ def _arrow_codes(column: Any, players: Any, id_column: str) -> tuple[np.ndarray,
     return codes, ids, np.where(found, mu[at], np.nan) if len(mu) else np.full(len(ids), np.nan)
 
 
-def binned_calibration(matches: Table, test_cases: Any, agents: Any) -> Any:
+def binned_calibration(matches: Table, test_cases: Table, agents: Table) -> Table:
     """Predicted against empirical score per agent and bin of rating difference.
 
     Parameters

@@ -154,7 +154,7 @@ def _design_weights(pool, draws) -> pd.Series:
 
 def place_sequentially(
     results: Any,
-    test_cases: Any,
+    test_cases: Table,
     *,
     budget: int | float,
     batch_size: int = 10,

@@ -95,7 +95,7 @@ def _missing(value: Any) -> bool:
 
 def slice_ratings(
     matches: Table,
-    test_cases: Any,
+    test_cases: Table,
     tags: Any,
     *,
     min_test_cases: int = 20,
@@ -103,7 +103,7 @@ def slice_ratings(
     max_values_per_tag: int = 50,
     shuffles: int = DEFAULT_ORDERS,
     seed: int | None = 42,
-) -> Any:
+) -> Table:
     """Every agent's rating on every slice (tag value) with at least ``min_test_cases`` rated test cases.
 
     Parameters
@@ -198,7 +198,7 @@ def query_ranking(
     seed: int = 0,
     by: str = "score",
     higher_is_better: bool = True,
-) -> Any:
+) -> Table:
     """Plackett-Luce ranking of the agents on the selected test cases, with bootstrap intervals (ONEBench).
 
     Parameters

@@ -9,9 +9,11 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 
 from .frames import (
     MatchTableError,
+    Table,
     floats_of,
     ids_of,
     require_columns,
@@ -29,7 +31,9 @@ _NODES, _WEIGHTS = np.polynomial.hermite_e.hermegauss(21)  # ∫ f(x) N(x; 0, 1)
 _WEIGHTS = _WEIGHTS / _WEIGHTS.sum()
 
 
-def expected_information(mu_test_case: Any, sigma_test_case: Any, agent_mu: float, agent_sigma: float = 0.0) -> np.ndarray:
+def expected_information(
+    mu_test_case: ArrayLike, sigma_test_case: ArrayLike, agent_mu: float, agent_sigma: float = 0.0
+) -> np.ndarray:
     """Fisher information of one match against each test case, expected over the agent's rating N(μ, σ²).
 
     Parameters
@@ -168,7 +172,7 @@ MAX_STRATA = 10
 """Difficulty strata of the ``stratified`` design (fewer when the budget is small)."""
 
 
-def difficulty_strata(mu: Any, n_strata: int) -> np.ndarray:
+def difficulty_strata(mu: ArrayLike, n_strata: int) -> np.ndarray:
     """Stratum of each test case: ``n_strata`` groups of (nearly) equal size by increasing μ (ties by position)."""
     mu = np.asarray(mu, dtype=np.float64)
     order = np.argsort(mu, kind="stable")
@@ -225,7 +229,7 @@ def default_strata(n_results: int, n_test_cases: int) -> int:
     return max(1, min(MAX_STRATA, n_results // 3, n_test_cases))
 
 
-def stratum_weights(test_cases: Any, test_case_ids: Any, *, n_strata: int | None = None) -> pd.Series:
+def stratum_weights(test_cases: Table, test_case_ids: Any, *, n_strata: int | None = None) -> pd.Series:
     """Post-stratified design weights of evaluated test cases: N_h / n_h of their difficulty stratum.
 
     The benchmark's test cases are cut into ``n_strata`` strata of equal size by difficulty
@@ -270,10 +274,10 @@ def _stratified_sample(test_cases, n: int, estimate, exclude, seed: int, n_strat
 
 
 def select_test_cases(
-    test_cases: Any,
+    test_cases: Table,
     budget: int,
     *,
-    agent_rating: Any = None,
+    agent_rating: ArrayLike | None = None,
     agent_sigma: float | None = None,
     exclude: Iterable[Any] = (),
     method: str = "information",

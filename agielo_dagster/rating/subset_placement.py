@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 
 from .frames import (
     Table,
@@ -67,8 +68,8 @@ def _frozen_fit(score, mu_t, sig_t, design, prior_mu, prior_sigma) -> tuple[floa
 
 
 def joint_scale(
-    test_cases: Any,
-    theta: Any,
+    test_cases: Table,
+    theta: ArrayLike,
     *,
     shuffles: int = DEFAULT_ORDERS,
     seed: int | None = 42,
@@ -117,7 +118,7 @@ def joint_scale(
 
 def place_on_subset(
     new_matches: Table,
-    test_cases: Any,
+    test_cases: Table,
     *,
     level: float = 0.9,
     shuffles: int = DEFAULT_ORDERS,
@@ -125,7 +126,7 @@ def place_on_subset(
     init_mu: float = 1500.0,
     init_sigma: float = 350.0,
     design: Any = None,
-) -> Any:
+) -> Table:
     """Place new agents from any chosen subset of the test cases (an adaptive one too), where a joint re-rating would put them.
 
     :func:`place_agents` replays the agent's matches against the test cases' rating histories:
@@ -248,7 +249,7 @@ def _rows(test_cases: Any, positions: np.ndarray) -> pd.DataFrame:
 
 def place_provisional_agents(
     new_matches: Table,
-    test_cases: Any,
+    test_cases: Table,
     *,
     level: float = 0.9,
     shuffles: int = DEFAULT_ORDERS,
