@@ -4,6 +4,7 @@ The estimators (scipy) are imported inside the assets: loading the code location
 """
 
 import itertools
+import warnings
 
 import dagster as dg
 import numpy as np
@@ -18,8 +19,16 @@ from .common import benchmark_asset, frame_table
 
 class UncertaintyConfig(dg.Config):
     resamples: int = 200
-    shuffles: int = 8
+    orders: int = 8
+    shuffles: int | None = None  # the earlier name of orders: still read, with a warning
     seed: int = 42
+
+
+def _orders_of(config: UncertaintyConfig) -> int:
+    if config.shuffles is None:
+        return config.orders
+    warnings.warn("rating_uncertainty's config 'shuffles' is now 'orders'", DeprecationWarning, stacklevel=2)
+    return config.shuffles
 
 
 def _nightly(description: str) -> dict:
@@ -93,7 +102,7 @@ def rating_uncertainty(context: dg.AssetExecutionContext, config: UncertaintyCon
     from agielo_dagster.rating import bootstrap, rate
 
     table = bootstrap(match_tables, n_resamples=config.resamples, seed=config.seed)
-    orders = rate(match_tables, seed=config.seed, shuffles=config.shuffles, with_reliability=False).agents
+    orders = rate(match_tables, seed=config.seed, orders=_orders_of(config), with_reliability=False).agents
     spread = pd.DataFrame(
         {
             "agent_id": orders["agent_id"],
@@ -109,7 +118,7 @@ def rating_uncertainty(context: dg.AssetExecutionContext, config: UncertaintyCon
     context.add_output_metadata(
         {
             "resamples": config.resamples,
-            "shuffles": config.shuffles,
+            "orders": _orders_of(config),
             "seed": config.seed,
             "rating_intervals": frame_table(ratings, ["agent_id", "estimate", "low", "high"], limit=10),
             "median_rating_ci_width": float(np.median(ratings["high"] - ratings["low"])),

@@ -46,7 +46,7 @@ TWIN_MAX_MATCHES = 250_000  # above it the yardstick stays null: 10 twins of 1,0
     deps=[dg.AssetDep("match_tables"), dg.AssetDep("provisional_matches")],
 )
 def ratings(context: dg.AssetExecutionContext, storage: ObjectStorage):
-    from agielo_dagster.rating import DEFAULT_SHUFFLES, rate_parquet  # the engine (and numba) load when a run rates
+    from agielo_dagster.rating import RatingSettings, rate_parquet  # the engine (and numba) load when a run rates
     from agielo_dagster.rating.standing import top_tier
 
     store = storage.store
@@ -56,7 +56,8 @@ def ratings(context: dg.AssetExecutionContext, storage: ObjectStorage):
         source = store.parquet_source(path)
         partial = store.read_table(warehouse_path("provisional_matches", context.partition_key), columns=list(MATCH_COLUMNS))
     # straight from the parquet file, a row group at a time: no match table is held in memory
-    result = rate_parquet(source, seed=SEED, shuffles=DEFAULT_SHUFFLES)
+    settings = RatingSettings(seed=SEED)  # the engine's defaults otherwise (DEFAULT_ORDERS orders, refined)
+    result = rate_parquet(source, settings=settings)
     reliability_table, yardstick = reliability_with_yardstick(context, store, path, result)
     agent_table = with_provisional_agents(result.agents, result.test_cases, partial)
     agents = agent_table.to_pandas().sort_values(["rank", "mu", "agent_id"], ascending=[True, False, True])
@@ -65,8 +66,8 @@ def ratings(context: dg.AssetExecutionContext, storage: ObjectStorage):
     final = result.reliability.to_pandas().iloc[-1]
     common = {
         "inputs_digest": digest,
-        "seed": SEED,
-        "orders": DEFAULT_SHUFFLES,
+        "seed": settings.seed,
+        "orders": settings.orders,
         "code_version": RATING_VERSION,
         "matches": result.n_matches,
         "components": result.n_components,
@@ -129,7 +130,7 @@ def fragility_metadata(context, store, path: str, agents: pd.DataFrame, n_matche
     """``fragility_of_first`` and its companions for ``agent_ratings``: the fewest test cases whose removal
     changes who is first, among the jointly rated agents of the main component, against the top tier
     (``rank == 1``: the agents whose intervals overlap the leader's)."""
-    from agielo_dagster.rating import DEFAULT_SHUFFLES
+    from agielo_dagster.rating import DEFAULT_ORDERS
     from agielo_dagster.rating.fragility import fragility_of_first
 
     joint = agents[agents["status"] == "rated"]  # the main component's jointly rated agents
@@ -142,7 +143,7 @@ def fragility_metadata(context, store, path: str, agents: pd.DataFrame, n_matche
     ids = joint["agent_id"].astype(str)
     tier = ids[joint["rank"] == 1].tolist()
     try:
-        found = fragility_of_first(matches, tier=tier, candidates=ids.tolist(), seed=SEED, shuffles=DEFAULT_SHUFFLES)
+        found = fragility_of_first(matches, tier=tier, candidates=ids.tolist(), seed=SEED, shuffles=DEFAULT_ORDERS)
     except ValueError as exc:  # a figure beside the ratings never fails their run
         context.log.warning(f"fragility of first not computed: {exc}")
         return {"fragility_method": f"not computed: {exc}"}

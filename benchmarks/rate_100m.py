@@ -2,7 +2,7 @@
 
 For each size a benchmark of 4,500 agents is generated to a parquet file first (outside the
 timing; ids dictionary-encoded, binary outcomes from known ratings), then rated in a fresh
-process by ``rate_parquet`` with 1 order and with ``DEFAULT_SHUFFLES`` orders, all cores,
+process by ``rate_parquet`` with 1 order and with ``DEFAULT_ORDERS`` orders, all cores,
 100 snapshots and the reliability of the first order. Each run prints its seconds (load:
 read, validate and encode the parquet file row group by row group; rate) and the process's
 peak resident memory (``ru_maxrss``, imports included).
@@ -64,17 +64,17 @@ def generate(path: Path, n_agents: int, n_test_cases: int, seed: int = 0, block:
 def run(path: Path, shuffles: int) -> dict:
     """One measurement (in this process): load (read + validate + encode) and rate; seconds and peak RSS.
 
-    The same two steps as ``rate_parquet(path, shuffles=shuffles)``, timed apart.
+    The same two steps as ``rate_parquet(path, orders=shuffles)``, timed apart.
     """
-    from agielo_dagster.rating import DEFAULT_SHUFFLES, rate
+    from agielo_dagster.rating import DEFAULT_ORDERS, rate
     from agielo_dagster.rating.glicko import rate_encoded
     from agielo_dagster.rating.parquet import encode_parquet
 
-    rate(_tiny(), shuffles=2)  # compile (or load the cached machine code) outside the timing
+    rate(_tiny(), orders=2)  # compile (or load the cached machine code) outside the timing
     t0 = time.perf_counter()
     m = encode_parquet(path)
     t1 = time.perf_counter()
-    result = rate_encoded(m, dict(shuffles=shuffles, seed=42))
+    result = rate_encoded(m, dict(orders=shuffles, seed=42))
     t2 = time.perf_counter()
     final = result.reliability.to_pandas().iloc[-1]
     return {
@@ -82,7 +82,7 @@ def run(path: Path, shuffles: int) -> dict:
         "agents": m.n_agents,
         "test_cases": m.n_test_cases,
         "shuffles": shuffles,
-        "default_shuffles": DEFAULT_SHUFFLES,
+        "default_shuffles": DEFAULT_ORDERS,
         "load_s": t1 - t0,
         "rate_s": t2 - t1,
         "total_s": t2 - t0,
@@ -116,14 +116,14 @@ def main() -> None:
     parser.add_argument("--sizes", nargs="+", default=["10M", "100M"])
     parser.add_argument("--agents", type=int, default=4500)
     parser.add_argument("--dir", default="/tmp/agielo_bench")
-    parser.add_argument("--shuffles", type=int, nargs="*", help="orders to time (default: 1 and DEFAULT_SHUFFLES)")
+    parser.add_argument("--shuffles", type=int, nargs="*", help="orders to time (default: 1 and DEFAULT_ORDERS)")
     parser.add_argument("--run", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.run:
         print(json.dumps(run(Path(args.run), args.shuffles[0])))
         return
 
-    from agielo_dagster.rating import DEFAULT_SHUFFLES
+    from agielo_dagster.rating import DEFAULT_ORDERS
 
     folder = Path(args.dir)
     folder.mkdir(parents=True, exist_ok=True)
@@ -138,7 +138,7 @@ def main() -> None:
             t0 = time.perf_counter()
             generate(path, args.agents, n_test_cases)
             print(f"(generated {path} in {time.perf_counter() - t0:.0f} s, {path.stat().st_size / 2**30:.2f} GiB; not timed)")
-        for shuffles in args.shuffles or [1, DEFAULT_SHUFFLES]:
+        for shuffles in args.shuffles or [1, DEFAULT_ORDERS]:
             out = subprocess.run(
                 [sys.executable, __file__, "--run", str(path), "--shuffles", str(shuffles)],
                 capture_output=True,

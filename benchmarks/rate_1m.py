@@ -1,7 +1,7 @@
 """The paper's ImageNet scale: 50,000 test cases × 20 agents = 1,000,000 matches.
 
 Prints seconds and peak memory of the 1M job (rate + 100 snapshots + reliability, from a
-pandas table of string ids), with one order (the paper's) and with ``DEFAULT_SHUFFLES``
+pandas table of string ids), with one order (the paper's) and with ``DEFAULT_ORDERS``
 orders, and, measured in the same run, three baselines:
 
 - the authors' shape: ``DataFrame.iterrows`` over dicts (about 50 µs a match), timed on a
@@ -42,7 +42,7 @@ import tracemalloc
 import numpy as np
 import pandas as pd
 
-from agielo_dagster.rating import DEFAULT_SHUFFLES, rate
+from agielo_dagster.rating import DEFAULT_ORDERS, rate
 from agielo_dagster.rating.glicko import Q
 from agielo_dagster.rating.simulate import simulate_matches
 
@@ -103,7 +103,7 @@ from agielo_dagster.rating.simulate import simulate_matches
 rng = np.random.default_rng(0)
 matches = simulate_matches(rng.normal(1500, 300, {test_cases}), np.linspace(1300, 2000, {agents}), seed=1)
 t0 = time.perf_counter()
-rate(matches, shuffles=1)
+rate(matches, orders=1)
 print(time.perf_counter() - t0)
 """
 
@@ -126,18 +126,18 @@ def main() -> None:
     rng = np.random.default_rng(0)
     matches = simulate_matches(rng.normal(1500, 300, args.test_cases), np.linspace(1300, 2000, args.agents), seed=1)
     n = len(matches)
-    rate(matches.head(1000), shuffles=1)  # compile (or load the cached machine code) outside the timing
-    rate(matches.head(1000), shuffles=4)
+    rate(matches.head(1000), orders=1)  # compile (or load the cached machine code) outside the timing
+    rate(matches.head(1000), orders=4)
 
-    one, one_all = best_of(args.repeats, lambda: rate(matches, shuffles=1))
+    one, one_all = best_of(args.repeats, lambda: rate(matches, orders=1))
     many, many_all = best_of(max(1, args.repeats // 2), lambda: rate(matches, refine=False))
-    rate(matches.head(1000), shuffles=4, refine=True)
+    rate(matches.head(1000), orders=4, refine=True)
     refined, refined_all = best_of(max(1, args.repeats // 2), lambda: rate(matches, refine=True))
-    ratings_only, _ = best_of(args.repeats, lambda: rate(matches, shuffles=1, with_reliability=False, snapshot_fractions=(1.0,)))
-    result = rate(matches, shuffles=1)
+    ratings_only, _ = best_of(args.repeats, lambda: rate(matches, orders=1, with_reliability=False, snapshot_fractions=(1.0,)))
+    result = rate(matches, orders=1)
 
     tracemalloc.start()
-    rate(matches, shuffles=1)
+    rate(matches, orders=1)
     _, peak_traced = tracemalloc.get_traced_memory()
     tracemalloc.stop()
 
@@ -162,10 +162,10 @@ def main() -> None:
         f"{np.median(one_all):.3f}: {', '.join(f'{s:.3f}' for s in one_all)})"
     )
     print(
-        f"1M job, {DEFAULT_SHUFFLES} orders, refine=False {many:.3f} s  (best of {len(many_all)}: {', '.join(f'{s:.3f}' for s in many_all)})"
+        f"1M job, {DEFAULT_ORDERS} orders, refine=False {many:.3f} s  (best of {len(many_all)}: {', '.join(f'{s:.3f}' for s in many_all)})"
     )
     print(
-        f"1M job, {DEFAULT_SHUFFLES} orders, refine=True (default) {refined:.3f} s  (best of {len(refined_all)}: "
+        f"1M job, {DEFAULT_ORDERS} orders, refine=True (default) {refined:.3f} s  (best of {len(refined_all)}: "
         f"{', '.join(f'{s:.3f}' for s in refined_all)}; the refinement's cost: {refined - many:+.3f} s)"
     )
     print(
@@ -188,7 +188,7 @@ def main() -> None:
     print("ratios (baseline seconds / ours):")
     for name, ours in (
         ("1M job, 1 order", one),
-        (f"1M job, {DEFAULT_SHUFFLES} orders", many),
+        (f"1M job, {DEFAULT_ORDERS} orders", many),
         ("ratings only, 1 order", ratings_only),
     ):
         print(

@@ -62,7 +62,7 @@ def test_calibration_with_every_match_outside_the_bins_is_drawn_and_says_so():
     """An agent that wins all 1,500 matches rates ~1,200 above every test case: no match falls in a bin."""
     ids = [f"t{i}" for i in range(1500)]
     matches = pd.DataFrame({"test_case_id": ids, "agent_id": "full", "metric": 1.0, "score": 1.0})
-    result = rate(matches, shuffles=2)
+    result = rate(matches, orders=2)
     binned = binned_calibration(matches, result.test_cases, result.agents)
     assert len(binned) == 0
     fig = figures.calibration(binned)

@@ -44,8 +44,9 @@ from typing import Any
 import numba
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 
-from .frames import MatchTableError, flavour_of, floats_of, ids_of, require_columns, to_flavour, to_pandas
+from .frames import MatchTableError, Table, flavour_of, floats_of, ids_of, require_columns, to_flavour, to_pandas
 
 __all__ = ["AbilityMasses", "ability_masses", "aligned_pairs", "alignment_rate", "order_coefficient"]
 
@@ -94,7 +95,7 @@ def _concordant(observed_rank, fitted_rank, n_fitted_ranks):
     return pairs, aligned
 
 
-def aligned_pairs(observed: Any, fitted: Any) -> tuple[int, int]:
+def aligned_pairs(observed: ArrayLike, fitted: ArrayLike) -> tuple[int, int]:
     """(aligned pairs, pairs with different observed values): the counts behind :func:`alignment_rate`."""
     obs = np.asarray(observed, dtype=np.float64)
     fit = np.asarray(fitted, dtype=np.float64)
@@ -109,7 +110,7 @@ def aligned_pairs(observed: Any, fitted: Any) -> tuple[int, int]:
     return int(aligned), int(pairs)
 
 
-def alignment_rate(observed: Any, fitted: Any) -> float:
+def alignment_rate(observed: ArrayLike, fitted: ArrayLike) -> float:
     """Share of pairs with different ``observed`` values that ``fitted`` orders the same way (strictly); NaN without such pairs."""
     aligned, pairs = aligned_pairs(observed, fitted)
     return aligned / pairs if pairs else float("nan")
@@ -155,7 +156,7 @@ class AbilityMasses:
     iterations: int
     flavour: str = field(default="pandas", repr=False)
 
-    def predict(self, abilities: Any) -> Any:
+    def predict(self, abilities: Any) -> Table:
         """Difficulties of items from their abilities (long frame ``item_id, ability``), on the data's scale.
 
         Returns ``item_id, difficulty, abilities, unknown_abilities``; an item that needs an ability

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from .frames import Matches, MatchTableError, encode_matches
+from .frames import Matches, MatchTableError, Table, encode_matches
 from .scoring import Scoring, ScoringError
 
 __all__ = ["MAX_ABS_INIT_MU", "MAX_INIT_SIGMA", "SCORE_TOLERANCE", "check_scores", "check_start"]
@@ -51,7 +51,7 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
 
 
-def check_scores(matches: Any, scoring: Scoring, what: str = "match table") -> None:
+def check_scores(matches: Table, scoring: Scoring, what: str = "match table") -> None:
     """Refuse a match whose ``score`` is not f(``metric``) under ``scoring`` (rule ``score_is_f_of_metric``).
 
     Raises

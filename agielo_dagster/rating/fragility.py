@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from .frames import Matches, MatchTableError, encode_matches
+from .frames import Matches, MatchTableError, Table, encode_matches
 
 __all__ = ["Fragility", "fragility_of_first"]
 
@@ -94,7 +94,7 @@ class Fragility:
 
 
 def fragility_of_first(
-    matches: Any,
+    matches: Table,
     *,
     tier: Sequence[str] | None = None,
     candidates: Sequence[str] | None = None,
@@ -117,7 +117,7 @@ def fragility_of_first(
     candidates : sequence of str, optional
         The agents that can be first (default: every agent; pass the main component's agents).
     seed, shuffles : int, int
-        The ratings' settings, as :func:`~agielo_dagster.rating.rate` (default ``DEFAULT_SHUFFLES``).
+        The ratings' settings, as :func:`~agielo_dagster.rating.rate` (default ``DEFAULT_ORDERS``).
     max_subsets, max_exact_matches : int, int
         The exact search runs when it needs at most ``max_subsets`` re-ratings and at most
         ``max_exact_matches`` matches re-rated in all (each re-rating plays every remaining match
@@ -131,9 +131,9 @@ def fragility_of_first(
     -------
     Fragility
     """
-    from .glicko import DEFAULT_SHUFFLES
+    from .glicko import DEFAULT_ORDERS
 
-    shuffles = DEFAULT_SHUFFLES if shuffles is None else shuffles
+    shuffles = DEFAULT_ORDERS if shuffles is None else shuffles
     for name, value in (("max_subsets", max_subsets), ("max_exact_matches", max_exact_matches)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
             raise ValueError(f"{name} must be an integer >= 0, got {value!r}")

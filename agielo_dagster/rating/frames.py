@@ -16,16 +16,22 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import numpy as np
 import pandas as pd
 
 from .schema import MATCH_COLUMNS
 
+if TYPE_CHECKING:
+    import polars as pl
+    import pyarrow as pa
+
 __all__ = ["MatchTableError", "Matches", "encode_matches", "to_flavour", "to_pandas"]
 
 Flavour = Literal["pandas", "polars", "arrow"]
+Table: TypeAlias = "pd.DataFrame | pl.DataFrame | pa.Table"
+"""A table in any of the flavours the engine reads, and answers in (the caller's)."""
 
 
 class MatchTableError(ValueError):
@@ -51,7 +57,7 @@ class MatchTableError(ValueError):
         self.rows = rows or ((row,) if row is not None else ())
 
 
-def flavour_of(df: Any) -> Flavour:
+def flavour_of(df: Table) -> Flavour:
     if isinstance(df, pd.DataFrame):
         return "pandas"
     module = type(df).__module__
@@ -62,7 +68,7 @@ def flavour_of(df: Any) -> Flavour:
     raise TypeError(f"expected a pandas or polars DataFrame or a pyarrow Table, got {type(df).__name__}")
 
 
-def to_pandas(df: Any, columns: tuple[str, ...] | None = None) -> pd.DataFrame:
+def to_pandas(df: Table, columns: tuple[str, ...] | None = None) -> pd.DataFrame:
     """A pandas view of a pandas, polars or pyarrow table (only ``columns``, when given: the others are not converted)."""
     flavour = flavour_of(df)
     if columns is not None:
@@ -72,7 +78,7 @@ def to_pandas(df: Any, columns: tuple[str, ...] | None = None) -> pd.DataFrame:
     return df.to_pandas()
 
 
-def to_flavour(df: pd.DataFrame, flavour: Flavour) -> Any:
+def to_flavour(df: pd.DataFrame, flavour: Flavour) -> Table:
     """Return ``df`` as the given flavour (pandas frames come back with a fresh RangeIndex)."""
     df = df.reset_index(drop=True)
     if flavour == "pandas":
@@ -86,7 +92,7 @@ def to_flavour(df: pd.DataFrame, flavour: Flavour) -> Any:
     return pl.from_pandas(df)
 
 
-def require_columns(df: Any, columns: tuple[str, ...], what: str) -> None:
+def require_columns(df: Table, columns: tuple[str, ...], what: str) -> None:
     present = list(df.column_names) if hasattr(df, "column_names") else list(df.columns)
     missing = [c for c in columns if c not in present]
     if missing:
@@ -193,7 +199,7 @@ class Matches:
         return self.reordered(np.flatnonzero(keep) if np.asarray(keep).dtype == bool else np.asarray(keep))
 
 
-def encode_matches(matches: Any, what: str = "match table", *, unique: bool = True) -> Matches:
+def encode_matches(matches: Table, what: str = "match table", *, unique: bool = True) -> Matches:
     """Validate a match table (pandas, polars or pyarrow) and encode its ids as integers.
 
     Parameters

@@ -41,8 +41,8 @@ import numpy as np
 import pandas as pd
 
 from .estimators.rasch import _joint_ml
-from .frames import Matches, encode_matches, to_flavour, to_pandas
-from .glicko import DEFAULT_SHUFFLES, final_ratings
+from .frames import Matches, Table, encode_matches, to_flavour, to_pandas
+from .glicko import DEFAULT_ORDERS, final_ratings
 from .predict import combined_sigma, expected_score, link_from_diffs
 from .scoring import Scoring, identity
 
@@ -107,7 +107,7 @@ def heldout_predictions(
     fold: np.ndarray,
     *,
     seed: int | None = 0,
-    shuffles: int = DEFAULT_SHUFFLES,
+    shuffles: int = DEFAULT_ORDERS,
     shuffle: bool = True,
     ridge: float = 0.01,
     workers: int | None = None,
@@ -142,16 +142,16 @@ def heldout_predictions(
 
 
 def heldout_check(
-    matches: Any,
+    matches: Table,
     *,
     folds: int = 5,
     seed: int | None = 0,
     scoring: Scoring | None = None,
-    shuffles: int = DEFAULT_SHUFFLES,
+    shuffles: int = DEFAULT_ORDERS,
     shuffle: bool = True,
     ridge: float = 0.01,
     workers: int | None = None,
-) -> Any:
+) -> Table:
     """How well ratings fitted without a match predict it, beside simple baselines.
 
     Parameters

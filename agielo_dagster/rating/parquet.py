@@ -27,6 +27,7 @@ from .frames import (
     floats_of,
 )
 from .glicko import RatingResult, rate_encoded
+from .settings import RatingSettings
 
 __all__ = ["encode_parquet", "rate_parquet", "read_matches"]
 
@@ -184,7 +185,9 @@ def encode_parquet(paths: Paths, *, filesystem: Any = None, what: str = "match t
     return m
 
 
-def rate_parquet(paths: Paths, *, filesystem: Any = None, **rate_kwargs: Any) -> RatingResult:
+def rate_parquet(
+    paths: Paths, *, filesystem: Any = None, settings: RatingSettings | None = None, **rate_kwargs: Any
+) -> RatingResult:
     """:func:`~agielo_dagster.rating.rate` on the matches of parquet file(s); tables come back as ``pyarrow.Table``.
 
     Parameters
@@ -194,12 +197,17 @@ def rate_parquet(paths: Paths, *, filesystem: Any = None, **rate_kwargs: Any) ->
         read); ids as strings or dictionary-encoded strings.
     filesystem : pyarrow or fsspec filesystem, optional
         Where the paths live (e.g. S3).
+    settings : RatingSettings, optional
+        The rating's settings, built once (the pipeline's way); or else
     **rate_kwargs
-        The keyword arguments of :func:`~agielo_dagster.rating.rate` (``seed``, ``shuffles``, …).
+        the keyword arguments of :func:`~agielo_dagster.rating.rate` (``seed``, ``orders``, …).
 
     Returns
     -------
     RatingResult
         The same numbers as ``rate(pyarrow.parquet.read_table(paths))``, without holding the table.
     """
-    return rate_encoded(encode_parquet(paths, filesystem=filesystem), rate_kwargs)
+    if settings is not None and rate_kwargs:
+        raise TypeError(f"rate_parquet: give settings or keyword arguments, not both ({', '.join(sorted(rate_kwargs))})")
+    settings = settings if settings is not None else RatingSettings.of(rate_kwargs)
+    return rate_encoded(encode_parquet(paths, filesystem=filesystem), settings)

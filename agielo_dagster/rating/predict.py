@@ -27,9 +27,11 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 
 from .frames import (
     MatchTableError,
+    Table,
     flavour_of,
     floats_of,
     ids_of,
@@ -77,7 +79,7 @@ class ScoreLink:
         return np.interp(np.asarray(rating_diff, dtype=np.float64), self.rating_diff, self.score)
 
 
-def link_from_diffs(rating_diff: Any, score: Any) -> ScoreLink:
+def link_from_diffs(rating_diff: Any, score: ArrayLike) -> ScoreLink:
     """The isotonic (least-squares, non-decreasing) regression of ``score`` on ``rating_diff``, as a :class:`ScoreLink`.
 
     Raises ``ValueError`` when there is nothing to fit (no match, or a non-finite value).
@@ -97,7 +99,7 @@ def link_from_diffs(rating_diff: Any, score: Any) -> ScoreLink:
     return ScoreLink(rating_diff=knots_d, score=knots_s, matches=len(d))
 
 
-def score_link(matches: Any, test_cases: Any, agents: Any) -> ScoreLink:
+def score_link(matches: Table, test_cases: Table, agents: Table) -> ScoreLink:
     """Calibrate the link between ratings and scores on a benchmark's matches.
 
     Parameters
@@ -131,7 +133,9 @@ def score_link(matches: Any, test_cases: Any, agents: Any) -> ScoreLink:
     return link_from_diffs(a_mu[m.agent] - t_mu[m.test_case], m.score)
 
 
-def expected_score(agent_rating: Any, test_case_rating: Any, *, sigma: Any = None, link: ScoreLink | None = None) -> Any:
+def expected_score(
+    agent_rating: ArrayLike, test_case_rating: ArrayLike, *, sigma: ArrayLike | None = None, link: ScoreLink | None = None
+) -> Any:
     """E[S] = 1 / (1 + 10^((R_t − R_a)/400)); broadcasts like numpy.
 
     Parameters
@@ -164,7 +168,12 @@ def combined_sigma(agent_sigma: Any, test_case_sigma: Any) -> Any:
 
 
 def expected_metric(
-    agent_rating: Any, test_case_rating: Any, scoring: Scoring | None = None, *, sigma: Any = None, link: ScoreLink | None = None
+    agent_rating: ArrayLike,
+    test_case_rating: ArrayLike,
+    scoring: Scoring | None = None,
+    *,
+    sigma: ArrayLike | None = None,
+    link: ScoreLink | None = None,
 ) -> Any:
     """E[M] = f⁻¹(E[S]) in the metric's own units (identity scoring by default); ``sigma``, ``link`` as in :func:`expected_score`.
 
@@ -181,7 +190,7 @@ def oracle_rating(hardest_test_case_rating: float, confidence: float) -> float:
     return hardest_test_case_rating + 400.0 * math.log10(confidence / (1.0 - confidence))
 
 
-def share_beaten(agent_rating: Any, test_case_ratings: Any, confidence: float = 0.5) -> Any:
+def share_beaten(agent_rating: ArrayLike, test_case_ratings: ArrayLike, confidence: float = 0.5) -> Any:
     """Percentage of test cases the agent beats with at least ``confidence``.
 
     Computed as the AGI-Elo site does: the empirical CDF of the sorted test-case
@@ -210,11 +219,11 @@ def _ratings(df: Any, id_column: str, what: str) -> tuple[pd.DataFrame, np.ndarr
 
 
 def competency_gaps(
-    test_cases: Any,
-    agents: Any,
+    test_cases: Table,
+    agents: Table,
     confidences: Sequence[float] = (0.5, 0.9, 0.99),
     scoring: Scoring | None = None,
-) -> Any:
+) -> Table:
     """Each agent's distance to an oracle that solves every test case.
 
     Parameters
@@ -281,14 +290,14 @@ def competency_gaps(
 
 
 def hard_cases(
-    test_cases: Any,
+    test_cases: Table,
     agent_rating: float,
     metric_threshold: float,
     scoring: Scoring | None = None,
     *,
     agent_sigma: float | None = None,
     link: ScoreLink | None = None,
-) -> Any:
+) -> Table:
     """The test cases on which an agent is expected to fall short of a metric threshold.
 
     The long tail of paper eq. 11: test cases whose expected metric

@@ -18,8 +18,8 @@ At each snapshot (the state after a share of the matches, in processing order):
   ``fraction · n_matches``);
 - ``orders``: how many match orders the row's ratings average (see below).
 
-With ``rate(shuffles=K)`` the rows before 100 % describe the first order, the
-paper's single order, as it matures (they equal ``shuffles=1`` with the same seed);
+With ``rate(orders=K)`` the rows before 100 % describe the first order, the
+paper's single order, as it matures (they equal ``orders=1`` with the same seed);
 the 100 % row measures the published ratings, the mean of the K orders, on every
 match, and says ``orders = K``.
 
@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .frames import Matches, encode_matches, flavour_of, to_flavour, to_pandas
+from .frames import Matches, Table, encode_matches, flavour_of, to_flavour, to_pandas
 from .order_reliability import BIN_EDGES, BIN_LO, BIN_WIDTH, N_BINS, RELIABILITY_COLUMNS
 
 __all__ = [
@@ -71,7 +71,7 @@ TWIN_COLUMNS = ("mae_twin", "mae_twin_hi", "miscalibration_visible")
 DEFAULT_TWINS = 10
 
 
-def reliability(matches: Any, result: Any, *, twins: int = DEFAULT_TWINS, seed: int = 0) -> Any:
+def reliability(matches: Table, result: Any, *, twins: int = DEFAULT_TWINS, seed: int = 0) -> Any:
     """One row per snapshot fraction: ``fraction, rho_test_cases, rho_agents, mae, mse, matches_outside_bins, orders``,
     and the yardstick ``mae_twin, mae_twin_hi, miscalibration_visible`` on the 100 % row (null on the others).
 
@@ -146,7 +146,7 @@ def _binned_mae(
     return float(np.sum(count * np.abs(expected - empirical)) / count.sum())
 
 
-def calibration_twins(matches: Any, result: Any, *, twins: int = DEFAULT_TWINS, seed: int = 0) -> CalibrationYardstick:
+def calibration_twins(matches: Table, result: Any, *, twins: int = DEFAULT_TWINS, seed: int = 0) -> CalibrationYardstick:
     """Rate ``twins`` perfectly calibrated twins of the benchmark and measure their binned MAE at 100 %.
 
     Parameters
@@ -196,7 +196,7 @@ def calibration_twins(matches: Any, result: Any, *, twins: int = DEFAULT_TWINS, 
         ta_mu, _, tt_mu, tt_sig = final_ratings(
             twin,
             seed=settings["seed"],
-            shuffles=settings["shuffles"],
+            shuffles=settings["orders"],
             shuffle=settings["shuffle"],
             init_mu=settings["init_mu"],
             init_sigma=settings["init_sigma"],
@@ -228,7 +228,7 @@ def calibration_twins(matches: Any, result: Any, *, twins: int = DEFAULT_TWINS, 
     )
 
 
-def with_yardstick(table: Any, yardstick: CalibrationYardstick | None) -> Any:
+def with_yardstick(table: Any, yardstick: CalibrationYardstick | None) -> Table:
     """The reliability table with ``mae_twin, mae_twin_hi, miscalibration_visible`` on its 100 % row (null elsewhere).
 
     With ``yardstick=None`` the three columns are there and null (no twins were rated).
@@ -302,7 +302,7 @@ def _arrow_codes(column: Any, players: Any, id_column: str) -> tuple[np.ndarray,
     return codes, ids, np.where(found, mu[at], np.nan) if len(mu) else np.full(len(ids), np.nan)
 
 
-def binned_calibration(matches: Any, test_cases: Any, agents: Any) -> Any:
+def binned_calibration(matches: Table, test_cases: Table, agents: Table) -> Table:
     """Predicted against empirical score per agent and bin of rating difference.
 
     Parameters

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 
 __all__ = ["simulate_matches"]
 
 
 def simulate_matches(
-    test_case_ratings: Any,
-    agent_ratings: Any,
+    test_case_ratings: ArrayLike,
+    agent_ratings: ArrayLike,
     *,
     seed: int = 0,
     outcome: str = "binary",

@@ -18,10 +18,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .frames import Matches, MatchTableError, encode_matches, flavour_of, require_columns, to_flavour, to_pandas
-from .glicko import DEFAULT_SHUFFLES, place_agents
+from .frames import Matches, MatchTableError, Table, encode_matches, flavour_of, require_columns, to_flavour, to_pandas
+from .glicko import DEFAULT_ORDERS
 from .graph import warn_disconnected
 from .intervals import interval_ranks, z_of
+from .placement import place_agents
 from .schema import MATCH_COLUMNS
 
 __all__ = ["SLICE_COLUMNS", "query_ranking", "slice_ratings", "slice_test_cases"]
@@ -93,16 +94,16 @@ def _missing(value: Any) -> bool:
 
 
 def slice_ratings(
-    matches: Any,
-    test_cases: Any,
+    matches: Table,
+    test_cases: Table,
     tags: Any,
     *,
     min_test_cases: int = 20,
     level: float = 0.9,
     max_values_per_tag: int = 50,
-    shuffles: int = DEFAULT_SHUFFLES,
+    shuffles: int = DEFAULT_ORDERS,
     seed: int | None = 42,
-) -> Any:
+) -> Table:
     """Every agent's rating on every slice (tag value) with at least ``min_test_cases`` rated test cases.
 
     Parameters
@@ -197,7 +198,7 @@ def query_ranking(
     seed: int = 0,
     by: str = "score",
     higher_is_better: bool = True,
-) -> Any:
+) -> Table:
     """Plackett-Luce ranking of the agents on the selected test cases, with bootstrap intervals (ONEBench).
 
     Parameters

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .frames import flavour_of, require_columns, to_flavour, to_pandas
+from .frames import Table, flavour_of, require_columns, to_flavour, to_pandas
 
 __all__ = ["MAIN_COMPONENT", "STATUSES", "agent_standings", "top_tier"]
 
@@ -44,7 +44,7 @@ def _cases(n: int) -> str:
     return f"{n} test case{'' if n == 1 else 's'}"
 
 
-def agent_standings(agents: Any, partial_uploads: Any = None) -> Any:
+def agent_standings(agents: Table, partial_uploads: Any = None) -> Table:
     """The agent table with each agent's ``status`` and ``status_reason``; ranks kept only where they compare.
 
     Parameters
@@ -159,7 +159,7 @@ def _partial_reason(upload: Mapping[str, int] | None, lead: str) -> str:
     return "; ".join([text, *left_out])
 
 
-def top_tier(agents: Any) -> list[str]:
+def top_tier(agents: Table) -> list[str]:
     """The agents sharing first place: ``rated`` agents with ``rank_lo == 1``, highest ``mu`` first.
 
     ``rank_lo`` is 1 + the number of agents whose interval lies entirely above the agent's, so the

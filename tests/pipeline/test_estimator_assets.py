@@ -2,6 +2,7 @@
 
 import dagster as dg
 import pandas as pd
+import pytest
 
 from agielo_dagster.sensors import judgments_sensor
 
@@ -16,7 +17,7 @@ def test_nightly_job_compares_estimators_and_bounds_uncertainty(daemon, root):
     config = {
         **QUIET,
         "ops": {
-            "rating_uncertainty": {"config": {"resamples": 40, "shuffles": 3}},
+            "rating_uncertainty": {"config": {"resamples": 40, "orders": 3}},
             "upload_ledger": {"config": {"rerate": True}},
         },
     }
@@ -105,3 +106,11 @@ def test_a_malformed_judgment_set_is_rejected_by_rule_without_failing_the_run(da
     (check,) = run.get_asset_check_evaluations()
     assert check.check_name == "judgments_accepted" and not check.passed
     assert pd.read_parquet(root / "warehouse/difficulty_judgments/broken.parquet").empty
+
+
+def test_the_uncertainty_config_reads_orders_and_still_its_old_name_shuffles():
+    from agielo_dagster.assets.estimators import UncertaintyConfig, _orders_of
+
+    assert _orders_of(UncertaintyConfig(orders=3)) == 3
+    with pytest.deprecated_call(match="'shuffles' is now 'orders'"):
+        assert _orders_of(UncertaintyConfig(shuffles=5)) == 5

@@ -25,7 +25,7 @@ def rated():
     typo = matches[matches["agent_id"] == "agent_0"].assign(agent_id="typo", test_case_id=lambda f: f["test_case_id"].str.upper())
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DisconnectedMatchesWarning)
-        result = rate(pa.Table.from_pandas(pd.concat([matches, typo], ignore_index=True)), shuffles=2, with_reliability=False)
+        result = rate(pa.Table.from_pandas(pd.concat([matches, typo], ignore_index=True)), orders=2, with_reliability=False)
     return result
 
 

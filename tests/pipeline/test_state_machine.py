@@ -103,7 +103,7 @@ SPECS = {
 NIGHTLY = {
     **QUIET,
     "ops": {
-        "rating_uncertainty": {"config": {"resamples": 10, "shuffles": 2}},
+        "rating_uncertainty": {"config": {"resamples": 10, "orders": 2}},
         "upload_ledger": {"config": {"rerate": True}},
     },
 }

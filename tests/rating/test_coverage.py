@@ -134,21 +134,21 @@ def test_refinement_is_the_default_but_for_the_papers_single_order_and_does_not_
     rng = np.random.default_rng(4)
     matches = simulate_matches(rng.normal(1500, 300, 100), rng.normal(1500, 300, 6), seed=5)
     # the paper's single order stays Glicko alone (it reproduces the published ratings); several orders are refined
-    assert rate(matches, shuffle=False, shuffles=1, with_reliability=False).settings["refine"] is False
-    assert rate(matches, seed=3, shuffles=2, with_reliability=False).settings["refine"] is True
-    glicko = rate(matches, seed=3, shuffles=4, refine=False, with_reliability=False).agents
-    refined = rate(matches, seed=3, shuffles=4, with_reliability=False).agents
+    assert rate(matches, shuffle=False, orders=1, with_reliability=False).settings["refine"] is False
+    assert rate(matches, seed=3, orders=2, with_reliability=False).settings["refine"] is True
+    glicko = rate(matches, seed=3, orders=4, refine=False, with_reliability=False).agents
+    refined = rate(matches, seed=3, orders=4, with_reliability=False).agents
     np.testing.assert_array_equal(
-        refined["mu"], rate(matches, seed=3, shuffles=4, refine=True, with_reliability=False).agents["mu"]
+        refined["mu"], rate(matches, seed=3, orders=4, refine=True, with_reliability=False).agents["mu"]
     )
     assert not np.allclose(glicko["mu"], refined["mu"])
     # the level is the Glicko scale's at the median agent
     assert np.median(glicko["mu"] - refined["mu"]) == pytest.approx(0.0, abs=1e-6)
     # the refined differences do not depend on the orders (only the Glicko start, hence the level, does): two seeds agree
-    other = rate(matches, seed=4, shuffles=4, with_reliability=False).agents
+    other = rate(matches, seed=4, orders=4, with_reliability=False).agents
     np.testing.assert_allclose(np.diff(refined["mu"]), np.diff(other["mu"]), atol=0.01)
     # even the paper's single order, refined, lands on the same differences
-    single = rate(matches, shuffle=False, shuffles=1, refine=True, with_reliability=False).agents
+    single = rate(matches, shuffle=False, orders=1, refine=True, with_reliability=False).agents
     np.testing.assert_allclose(np.diff(refined["mu"]), np.diff(single["mu"]), atol=0.01)
 
 
@@ -159,8 +159,8 @@ def test_too_many_agents_keeps_glicko_and_says_so(monkeypatch):
     rng = np.random.default_rng(6)
     matches = simulate_matches(rng.normal(1500, 300, 50), rng.normal(1500, 300, 6), seed=1)
     with pytest.warns(refine.RefinementSkippedWarning, match="6 agents \\(limit 4"):
-        kept = rate(matches, seed=1, shuffles=2, refine=True, with_reliability=False).agents
-    glicko = rate(matches, seed=1, shuffles=2, refine=False, with_reliability=False).agents
+        kept = rate(matches, seed=1, orders=2, refine=True, with_reliability=False).agents
+    glicko = rate(matches, seed=1, orders=2, refine=False, with_reliability=False).agents
     np.testing.assert_array_equal(kept["mu"], glicko["mu"])
     np.testing.assert_array_equal(kept["mu_lo"], glicko["mu_lo"])
 
@@ -173,10 +173,10 @@ def test_too_many_pairs_keeps_glicko_and_says_so(monkeypatch):
     matches = simulate_matches(rng.normal(1500, 300, 50), rng.normal(1500, 300, 6), seed=1)
     assert refine.pair_count(encode_matches(matches)) == 50 * 6 * 6
     monkeypatch.setattr(refine, "MAX_PAIRS", 50 * 6 * 6)
-    refined = rate(matches, seed=1, shuffles=2, with_reliability=False).agents  # at the limit: refined
+    refined = rate(matches, seed=1, orders=2, with_reliability=False).agents  # at the limit: refined
     monkeypatch.setattr(refine, "MAX_PAIRS", 50 * 6 * 6 - 1)
     with pytest.warns(refine.RefinementSkippedWarning, match="1,800 agent pairs sharing a test case \\(limit 1,799"):
-        kept = rate(matches, seed=1, shuffles=2, with_reliability=False).agents
-    glicko = rate(matches, seed=1, shuffles=2, refine=False, with_reliability=False).agents
+        kept = rate(matches, seed=1, orders=2, with_reliability=False).agents
+    glicko = rate(matches, seed=1, orders=2, refine=False, with_reliability=False).agents
     np.testing.assert_array_equal(kept["mu_lo"], glicko["mu_lo"])
     assert not np.allclose(refined["mu_lo"], glicko["mu_lo"])

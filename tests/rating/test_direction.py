@@ -75,7 +75,7 @@ def test_every_robustness_method_rates_the_smallest_errors_best(diabetes_benchma
 
 
 def test_slices_and_queries_rate_the_smallest_errors_best(diabetes_benchmark, mean_error):
-    result = rate(diabetes_benchmark, shuffles=2, with_reliability=False)
+    result = rate(diabetes_benchmark, orders=2, with_reliability=False)
     ids = result.test_cases["test_case_id"]
     tags = pd.DataFrame({"test_case_id": ids, "half": np.where(np.arange(len(ids)) % 2 == 0, "even", "odd")})
     slices = slice_ratings(diabetes_benchmark, result.test_cases, tags, shuffles=2)
@@ -90,7 +90,7 @@ def test_slices_and_queries_rate_the_smallest_errors_best(diabetes_benchmark, me
 def test_nightly_estimator_comparison_agrees_on_a_lower_is_better_benchmark(diabetes_benchmark):
     from assets.estimators import estimator_comparison
 
-    agents = rate(diabetes_benchmark, shuffles=2, with_reliability=False).agents
+    agents = rate(diabetes_benchmark, orders=2, with_reliability=False).agents
     context = dg.build_asset_context()
     table = estimator_comparison(context, diabetes_benchmark, agents)
     # every pair of methods ranks the regressors alike; the raw-metric Plackett-Luce gave ρ ≈ −0.9 against AGI-Elo

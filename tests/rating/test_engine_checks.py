@@ -39,7 +39,7 @@ ESTIMATORS = {
     "bootstrap": lambda m: bootstrap(m, n_resamples=2, plackett_luce=True),
     "robustness": lambda m: robustness(m, fractions=(0.0,), repeats=1),
     "query_ranking": lambda m: query_ranking(m, resamples=0),
-    "rate": lambda m: rate(m, shuffles=2, with_reliability=False),
+    "rate": lambda m: rate(m, orders=2, with_reliability=False),
 }
 
 
@@ -76,7 +76,7 @@ def test_the_starting_rating_is_bounded_everywhere(two_groups, init_mu, init_sig
     matches = two_groups[~two_groups["agent_id"].str.startswith("other_")]
     with pytest.raises(ValueError, match=message):
         rate(matches, init_mu=init_mu, init_sigma=init_sigma)
-    test_cases = rate(matches, shuffles=2, with_reliability=False).test_cases
+    test_cases = rate(matches, orders=2, with_reliability=False).test_cases
     with pytest.raises(ValueError, match=message):
         place_agents(matches, test_cases, init_mu=init_mu, init_sigma=init_sigma)
     with pytest.raises(ValueError, match=message):
@@ -85,7 +85,7 @@ def test_the_starting_rating_is_bounded_everywhere(two_groups, init_mu, init_sig
 
 def test_the_widest_allowed_start_keeps_ratings_on_the_elo_scale(two_groups):
     matches = two_groups[~two_groups["agent_id"].str.startswith("other_")]
-    agents = rate(matches, init_sigma=1000.0, init_mu=0.0, shuffles=2, with_reliability=False).agents
+    agents = rate(matches, init_sigma=1000.0, init_mu=0.0, orders=2, with_reliability=False).agents
     assert agents["mu"].abs().max() < 2000
 
 

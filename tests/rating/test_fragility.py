@@ -20,7 +20,7 @@ def _small(seed: int, agents: int = 3, test_cases: int = 8) -> pd.DataFrame:
 def _first_without(matches: pd.DataFrame, removed) -> str:
     """Who `rate` itself puts first once ``removed`` are gone: an independent check of the search."""
     kept = matches[~matches["test_case_id"].isin(set(removed))]
-    agents = rate(kept, seed=42, shuffles=SHUFFLES, with_reliability=False, refine=False).agents  # the search's μ: Glicko's
+    agents = rate(kept, seed=42, orders=SHUFFLES, with_reliability=False, refine=False).agents  # the search's μ: Glicko's
     return agents.sort_values(["mu", "agent_id"], ascending=[False, True])["agent_id"].iloc[0]
 
 
@@ -59,7 +59,7 @@ def test_the_approximation_is_verified_and_matches_the_exact_search_on_small_ben
 
 
 def test_the_tier_names_the_challengers_and_metadata_is_plain(demo_breast_cancer):
-    agents = rate(demo_breast_cancer, shuffles=SHUFFLES, with_reliability=False).agents
+    agents = rate(demo_breast_cancer, orders=SHUFFLES, with_reliability=False).agents
     tier = agents.loc[agents["rank"] == 1, "agent_id"].tolist()
     f = fragility_of_first(demo_breast_cancer, tier=tier, shuffles=SHUFFLES)
     assert f.tier[0] == f.leader == agents.sort_values("mu", ascending=False)["agent_id"].iloc[0]

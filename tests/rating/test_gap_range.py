@@ -10,7 +10,7 @@ from agielo_dagster.rating.gap_range import range_assumption
 
 def _best_gap(matches, scoring):
     scored = matches.assign(score=scoring.score(matches["metric"]))
-    result = rate(scored, shuffles=2, with_reliability=False)
+    result = rate(scored, orders=2, with_reliability=False)
     return competency_gaps(result.test_cases, result.agents, scoring=scoring).iloc[0]
 
 

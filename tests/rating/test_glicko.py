@@ -59,7 +59,7 @@ def _matches():
 
 def test_row_order_rating_equals_matches_applied_one_by_one():
     matches = _matches()
-    result = rate(matches, shuffle=False, shuffles=1)
+    result = rate(matches, shuffle=False, orders=1)
     state = {}
     for row in matches.itertuples():
         a = state.get(("a", row.agent_id), (1500.0, 350.0))
@@ -74,7 +74,7 @@ def test_row_order_rating_equals_matches_applied_one_by_one():
 
 
 def test_output_tables_have_the_engine_columns_and_summaries():
-    result = rate(_matches(), shuffle=False, shuffles=1)
+    result = rate(_matches(), shuffle=False, orders=1)
     assert list(result.agents.columns) == [
         "agent_id", "mu", "sigma", "matches", "mean_score", "mean_metric", "mu_order_sd",
         "mu_lo", "mu_hi", "rank", "rank_lo", "rank_hi", "component",
@@ -116,8 +116,8 @@ def test_several_shuffles_report_mean_and_spread():
     from agielo_dagster.rating import simulate_matches
 
     matches = simulate_matches(rng.normal(1500, 250, 200), [1400, 1600, 1800], seed=2)
-    singles = [rate(matches, seed=s, shuffles=1) for s in (11,)]
-    multi = rate(matches, seed=11, shuffles=4, refine=False)  # Glicko's orders (refined, μ is the joint fit's)
+    singles = [rate(matches, seed=s, orders=1) for s in (11,)]
+    multi = rate(matches, seed=11, orders=4, refine=False)  # Glicko's orders (refined, μ is the joint fit's)
     assert multi.agents["mu_order_sd"].gt(0).all()
     assert singles[0].agents["mu_order_sd"].isna().all()
     # the first of K orders is the single order drawn from the same seed
@@ -129,7 +129,7 @@ def test_several_shuffles_report_mean_and_spread():
     # the mean over orders lies within the spread of single orders
     per_order = np.array(
         [
-            rate(matches.iloc[o].reset_index(drop=True), shuffle=False, shuffles=1).agents["mu"]
+            rate(matches.iloc[o].reset_index(drop=True), shuffle=False, orders=1).agents["mu"]
             for o in match_orders(len(matches), seed=11, shuffle=True, shuffles=4)
         ]
     )
@@ -138,7 +138,7 @@ def test_several_shuffles_report_mean_and_spread():
     # σ is the mixture of the orders' posteriors, not the mean σ
     per_order_sigma = np.array(
         [
-            rate(matches.iloc[o].reset_index(drop=True), shuffle=False, shuffles=1).agents["sigma"]
+            rate(matches.iloc[o].reset_index(drop=True), shuffle=False, orders=1).agents["sigma"]
             for o in match_orders(len(matches), seed=11, shuffle=True, shuffles=4)
         ]
     )
@@ -150,7 +150,7 @@ def test_several_shuffles_report_mean_and_spread():
 def test_snapshots_follow_the_authors_milestones():
     assert snapshot_ends([0.01, 0.5, 1.0], 1_000_000).tolist() == [10_000, 500_000, 1_000_000]
     assert snapshot_ends([0.01, 1.0], 7).tolist() == [1, 7]
-    result = rate(_matches(), shuffle=False, shuffles=1, snapshot_fractions=(0.5, 1.0), test_case_snapshot_fractions=(1.0,))
+    result = rate(_matches(), shuffle=False, orders=1, snapshot_fractions=(0.5, 1.0), test_case_snapshot_fractions=(1.0,))
     snaps = result.snapshots
     final = snaps[(snaps.fraction == 1.0) & (snaps.kind == "agent")].set_index("id")
     pd.testing.assert_series_equal(final["mu"], result.agents.set_index("agent_id")["mu"], check_names=False)
@@ -210,7 +210,7 @@ def test_bad_settings_are_refused():
     with pytest.raises(ValueError, match="within"):
         rate(_matches(), test_case_snapshot_fractions=(0.0, 1.0))
     with pytest.raises(ValueError, match="shuffle=True"):
-        rate(_matches(), shuffle=False, shuffles=3)
+        rate(_matches(), shuffle=False, orders=3)
     with pytest.raises(ValueError, match="init_sigma"):
         rate(_matches(), init_sigma=0.0)
 
@@ -230,7 +230,7 @@ def test_one_order_reproduces_the_previous_engine_bit_for_bit():
 
     rng = np.random.default_rng(2024)
     matches = simulate_matches(rng.normal(1500, 300, 800), np.linspace(1200, 2000, 6), seed=7)
-    result = rate(matches, seed=42, shuffles=1)
+    result = rate(matches, seed=42, orders=1)
     assert result.agents["mu"].tolist() == [
         1208.196115866714, 1373.4143606071739, 1511.9180328389753, 1666.165594520368, 1821.5946636836507, 1987.0851401746322,
     ]  # fmt: skip

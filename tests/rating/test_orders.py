@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from scipy.stats import kendalltau
 
-from agielo_dagster.rating import DEFAULT_SHUFFLES, rate, simulate_matches
+from agielo_dagster.rating import DEFAULT_ORDERS, rate, simulate_matches
 from agielo_dagster.rating.glicko import match_orders
 
 
@@ -43,30 +43,30 @@ def test_the_bucket_shuffle_draws_every_position_uniformly():
 
 
 def test_workers_do_not_change_a_single_bit(small):
-    one = rate(small, seed=5, shuffles=6, workers=1)
-    two = rate(small, seed=5, shuffles=6, workers=2)
+    one = rate(small, seed=5, orders=6, workers=1)
+    two = rate(small, seed=5, orders=6, workers=2)
     for name in ("agents", "test_cases", "snapshots", "reliability"):
         pd.testing.assert_frame_equal(getattr(one, name), getattr(two, name), check_exact=True)
 
 
 def test_orders_playing_one_at_a_time_for_memory_do_not_change_a_single_bit(small, monkeypatch):
     # a wide benchmark's orders play one at a time beside the first (ORDER_STATE_BUDGET); here every size does
-    from agielo_dagster.rating import glicko
+    from agielo_dagster.rating import orders
 
-    many = rate(small, seed=5, shuffles=6, workers=4)
-    assert glicko.order_state_bytes(1, 10**6, [1] * 100, [1, 2, 3], 0) > glicko.ORDER_STATE_BUDGET // 2
-    monkeypatch.setattr(glicko, "ORDER_STATE_BUDGET", 1)
-    one = rate(small, seed=5, shuffles=6, workers=4)
+    many = rate(small, seed=5, orders=6, workers=4)
+    assert orders.order_state_bytes(1, 10**6, [1] * 100, [1, 2, 3], 0) > orders.ORDER_STATE_BUDGET // 2
+    monkeypatch.setattr(orders, "ORDER_STATE_BUDGET", 1)
+    one = rate(small, seed=5, orders=6, workers=4)
     for name in ("agents", "test_cases", "snapshots", "reliability"):
         pd.testing.assert_frame_equal(getattr(one, name), getattr(many, name), check_exact=True)
 
 
 def test_default_is_several_orders_and_one_order_is_the_papers(small):
-    assert DEFAULT_SHUFFLES == 16
+    assert DEFAULT_ORDERS == 16
     default = rate(small, seed=5)
-    assert default.settings["shuffles"] == DEFAULT_SHUFFLES
+    assert default.settings["orders"] == DEFAULT_ORDERS
     assert default.agents["mu_order_sd"].gt(0).all()
-    paper = rate(small, seed=5, shuffles=1)
+    paper = rate(small, seed=5, orders=1)
     assert paper.agents["mu_order_sd"].isna().all()
     assert paper.reliability["orders"].eq(1).all()
 
@@ -86,7 +86,7 @@ def test_the_default_k_agrees_between_seeds_on_the_demo(name, request):
         assert kendalltau(ranked[a]["rank"], ranked[b]["rank"])[0] >= 0.98
         assert kendalltau(ranked[a]["mu"], ranked[b]["mu"])[0] >= 0.97
     if name == "breast_cancer":
-        single = {s: rate(matches, seed=s, shuffles=1, with_reliability=False).agents for s in seeds}
+        single = {s: rate(matches, seed=s, orders=1, with_reliability=False).agents for s in seeds}
         taus = [kendalltau(single[a]["mu"], single[b]["mu"])[0] for a, b in itertools.combinations(seeds, 2)]
         assert np.mean(taus) < 0.95
 

@@ -49,7 +49,7 @@ FRACTIONS = (0.05, 0.3, 1.0)
 
 @pytest.mark.parametrize("fraction", FRACTIONS)
 def test_compiled_pass_equals_the_reference(matches, fraction):
-    result = rate(matches, seed=5, shuffles=1, snapshot_fractions=FRACTIONS, test_case_snapshot_fractions=FRACTIONS)
+    result = rate(matches, seed=5, orders=1, snapshot_fractions=FRACTIONS, test_case_snapshot_fractions=FRACTIONS)
     ours = result.reliability.set_index("fraction").loc[fraction]
     ref = reference_row(matches, result, fraction, seed=5)
     for key, value in ref.items():
@@ -58,8 +58,8 @@ def test_compiled_pass_equals_the_reference(matches, fraction):
 
 
 def test_k_orders_measure_the_published_ratings_on_every_match(matches):
-    single = rate(matches, seed=5, shuffles=1, snapshot_fractions=FRACTIONS, test_case_snapshot_fractions=FRACTIONS)
-    multi = rate(matches, seed=5, shuffles=4, snapshot_fractions=FRACTIONS, test_case_snapshot_fractions=FRACTIONS)
+    single = rate(matches, seed=5, orders=1, snapshot_fractions=FRACTIONS, test_case_snapshot_fractions=FRACTIONS)
+    multi = rate(matches, seed=5, orders=4, snapshot_fractions=FRACTIONS, test_case_snapshot_fractions=FRACTIONS)
     # before 100 %: the first order, the paper's single order, as it matures
     columns = ["fraction", "rho_test_cases", "rho_agents", "mae", "mse", "matches_outside_bins", "orders"]
     pd.testing.assert_frame_equal(multi.reliability[columns].iloc[:2], single.reliability[columns].iloc[:2])
@@ -210,7 +210,7 @@ def test_calibration_from_arrow_tables_with_dictionary_ids_matches_pandas(matche
     """As the warehouse hands them over (ids dictionary-encoded); looked up in arrow, with the same bins as from pandas."""
     import pyarrow as pa
 
-    result = rate(matches, seed=2, shuffles=1, with_reliability=False)
+    result = rate(matches, seed=2, orders=1, with_reliability=False)
     expected = binned_calibration(matches, result.test_cases, result.agents)
 
     def arrow(frame, column):

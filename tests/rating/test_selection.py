@@ -338,7 +338,7 @@ def test_provisional_placement_on_a_sample_of_a_wide_benchmark_stays_within_an_e
     rng = np.random.default_rng(4)
     matches = simulate_matches(rng.normal(1500, 300, 40_000), [1400.0, 1700.0, 1300.0, 1600.0, 1900.0], seed=2)
     joint = matches.agent_id.isin(["agent_0", "agent_1"])
-    tc = rate(matches[joint], seed=1, shuffles=2, with_reliability=False).test_cases
+    tc = rate(matches[joint], seed=1, orders=2, with_reliability=False).test_cases
     new = partial_uploads(matches[~joint], ["agent_2", "agent_3", "agent_4"], 30, seed=5)
     whole = place_provisional_agents(new, tc, shuffles=4, scale_test_cases=len(tc))
     sample = place_provisional_agents(new, tc, shuffles=4, scale_test_cases=4_000)

@@ -27,7 +27,7 @@ def benchmark():
         score = (rng.random(n) < p).astype(float)
         frames.append(pd.DataFrame({"test_case_id": ids, "agent_id": agent, "metric": score, "score": score}))
     matches = pd.concat(frames, ignore_index=True)
-    result = rate(matches, shuffles=4)
+    result = rate(matches, orders=4)
     abilities = [["algebra", "geometry"] if i % 3 == 0 else ["algebra"] if i % 3 == 1 else None for i in range(n)]
     tags = pd.DataFrame({"test_case_id": ids, "subject": subject, "abilities": abilities, "id_like": ids})
     return matches, result, tags

@@ -13,7 +13,7 @@ from agielo_dagster.rating.standing import STATUSES, agent_standings, top_tier
 def _rate(matches, **kw):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DisconnectedMatchesWarning)
-        return rate(matches, seed=1, shuffles=2, with_reliability=False, **kw)
+        return rate(matches, seed=1, orders=2, with_reliability=False, **kw)
 
 
 @pytest.fixture(scope="module")

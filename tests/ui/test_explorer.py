@@ -44,7 +44,7 @@ def benchmark():
         score = (rng.random(n) < 1 / (1 + 10 ** ((difficulty - strength) / 400))).astype(float)
         frames.append(pd.DataFrame({"test_case_id": ids, "agent_id": name, "metric": score, "score": score}))
     matches = pd.concat(frames, ignore_index=True)
-    result = rate(matches, shuffles=2)
+    result = rate(matches, orders=2)
     subjects = np.array(["math", "code", "text"])[np.arange(n) % 3]
     abilities = [
         ["algebra", "geometry"] if i % 3 == 0 else ["algebra"] if i % 3 == 1 else ["<logic & reasoning>"] for i in range(n)

@@ -6,7 +6,7 @@ test-case sampling, from an analytic variance); two resampling complements:
 
 - :func:`bootstrap` resamples the test cases with replacement (each drawn copy is a distinct
   player) and re-estimates; percentile intervals for agent ratings, competency gaps and
-  Plackett-Luce ratings. The spread across match orders is ``rate(shuffles=K)``'s ``mu_order_sd``.
+  Plackett-Luce ratings. The spread across match orders is ``rate(orders=K)``'s ``mu_order_sd``.
 - :func:`robustness` drops a share of the measurements at random, re-estimates, and reports
   Kendall τ against the ranking from all measurements (ONEBench's experiment), per method.
 """

@@ -8,6 +8,7 @@ from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 __all__ = ["Scoring", "ScoringError", "finite_param"]
 
@@ -82,7 +83,7 @@ class Scoring(ABC):
         """f of finite metric values inside ``[lo, hi]`` (``score`` has checked them)."""
 
     @abstractmethod
-    def metric(self, score: Any) -> np.ndarray:
+    def metric(self, score: ArrayLike) -> np.ndarray:
         """f⁻¹(S): the metric value that scores ``score``."""
 
     def is_worse(self, metric: Any, threshold: float) -> np.ndarray:

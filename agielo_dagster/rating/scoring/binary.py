@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .base import Scoring, finite_param
 
@@ -27,6 +27,6 @@ class Binary(Scoring):
     def scores(self, m: np.ndarray) -> np.ndarray:
         return (m >= self.threshold).astype(np.float64)
 
-    def metric(self, score: Any) -> np.ndarray:
+    def metric(self, score: ArrayLike) -> np.ndarray:
         # the probability of reaching the threshold: for a 0/1 metric (accuracy, pass@1) the expected metric itself
         return np.array(score, dtype=np.float64)

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .base import Scoring
 
@@ -22,5 +22,5 @@ class Identity(Scoring):
     def scores(self, m: np.ndarray) -> np.ndarray:
         return m
 
-    def metric(self, score: Any) -> np.ndarray:
+    def metric(self, score: ArrayLike) -> np.ndarray:
         return np.array(score, dtype=np.float64)

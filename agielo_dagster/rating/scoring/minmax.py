@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .base import Scoring, ScoringError, finite_param
 
@@ -34,7 +34,7 @@ class MinMax(Scoring):
         s = (m - self.lo) / (self.hi - self.lo)
         return s if self.higher_is_better else 1.0 - s
 
-    def metric(self, score: Any) -> np.ndarray:
+    def metric(self, score: ArrayLike) -> np.ndarray:
         s = np.asarray(score, dtype=np.float64)
         span = self.hi - self.lo
         return self.lo + s * span if self.higher_is_better else self.hi - s * span

@@ -1,0 +1,517 @@
+"""The orders' pass: match orders (antithetic pairs), one Glicko-1 pass per order on a thread pool, the
+first order's reliability measured beside it, and the moments over the orders (:class:`OrderMoments`).
+
+:func:`~agielo_dagster.rating.glicko.rate` builds its tables from what :func:`run_orders` returns;
+:func:`final_ratings` is the pass alone.
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from . import _kernels as K
+from .checks import check_start
+from .cores import usable_cores
+from .frames import Matches
+from .order_reliability import OrderReliability
+
+
+def snapshot_ends(fractions: Any, n_matches: int) -> np.ndarray:
+    """How many matches have been played at each snapshot fraction.
+
+    Follows the authors' milestones: the state after match ``int(f·(n − 1))``
+    (0-based), i.e. ``int(f·(n − 1)) + 1`` matches; 1.0 is every match.
+    """
+    f = np.asarray(fractions, dtype=np.float64)
+    return np.floor(f * (n_matches - 1) + 1e-9).astype(np.int64) + 1
+
+
+# ---------------------------------------------------------------------------------------------
+# orders
+
+
+@dataclass(frozen=True)
+class _Pair:
+    """One permutation of the matches (``kind`` "numpy", "bucket" or "rows") and whether its reverse is played too."""
+
+    kind: str
+    seed: Any
+    with_reverse: bool
+
+
+def _n_buckets(n: int) -> int:
+    return max(1, n // 16384)
+
+
+NUMPY_ORDER_LIMIT = 1 << 25
+"""Up to this many matches the first order is numpy's permutation (the paper's, as in earlier versions)."""
+
+
+def _pairs(n_matches: int, seed: int | None, shuffle: bool, shuffles: int) -> list[_Pair]:
+    """The antithetic pairs behind ``shuffles`` orders.
+
+    Order 0 is ``numpy.random.default_rng(seed).permutation(n)`` (the single order of
+    ``shuffles=1``), order 1 its reverse; orders 2p and 2p + 1 (p ≥ 1) are a permutation
+    drawn by a cache-friendly bucket shuffle keyed by ``SeedSequence(seed)`` spawned
+    with ``p``, and its reverse. Above ``NUMPY_ORDER_LIMIT`` matches (33,554,432) order 0
+    too comes from the bucket shuffle (spawned with 0): numpy's Fisher-Yates over 10⁸ matches
+    takes 5 s, bound by memory latency, where the bucket shuffle takes 2.
+    """
+    if isinstance(shuffles, bool) or not isinstance(shuffles, (int, np.integer)) or shuffles < 1:
+        raise ValueError(f"shuffles must be an integer >= 1, got {shuffles!r}")
+    if not shuffle:
+        if shuffles != 1:
+            raise ValueError("shuffles > 1 needs shuffle=True: row order is a single order")
+        return [_Pair("rows", None, False)]
+    entropy = np.random.SeedSequence(seed)
+    pairs = []
+    for p in range((shuffles + 1) // 2):
+        with_reverse = 2 * p + 1 < shuffles
+        if p == 0 and n_matches <= NUMPY_ORDER_LIMIT:
+            pairs.append(_Pair("numpy", seed if seed is not None else entropy, with_reverse))
+        else:
+            child = np.random.SeedSequence(entropy.entropy, spawn_key=(p,))
+            pairs.append(_Pair("bucket", np.uint64(child.generate_state(1, np.uint64)[0]), with_reverse))
+    return pairs
+
+
+def match_orders(n_matches: int, *, seed: int | None, shuffle: bool, shuffles: int = 1) -> list[np.ndarray]:
+    """The processing order(s) of the matches, as row-index permutations.
+
+    ``shuffle=False`` is row order (only one order exists, so ``shuffles`` must be 1).
+    Otherwise ``shuffles`` orders in antithetic pairs (see :func:`rate`): the first is
+    ``numpy.random.default_rng(seed).permutation(n)`` whatever ``shuffles`` is (up to
+    ``NUMPY_ORDER_LIMIT`` matches), the second the first read backwards.
+    """
+    out = []
+    for pair in _pairs(n_matches, seed, shuffle, shuffles):
+        idx = _pair_indices(pair, n_matches)
+        out.append(idx)
+        if pair.with_reverse:
+            out.append(idx[::-1].copy())
+    return out
+
+
+def _pair_indices(pair: _Pair, n: int) -> np.ndarray:
+    if pair.kind == "rows":
+        return np.arange(n, dtype=np.int64)
+    if pair.kind == "numpy":
+        return np.random.default_rng(pair.seed).permutation(n).astype(np.int64)
+    idx = np.empty(n, dtype=np.int64)
+    none = np.empty(0)
+    K.shuffled_copy(
+        pair.seed,
+        _n_buckets(n),
+        np.arange(n, dtype=np.int64),
+        np.zeros(n, np.int32),
+        np.zeros(n),
+        none,
+        idx,
+        np.empty(n, np.int32),
+        np.empty(n),
+        none,
+    )
+    return idx
+
+
+@dataclass
+class _Ordered:
+    """The matches copied in one processing order (codes uint16 or int32, scores float64 or lossless float32)."""
+
+    agent: np.ndarray
+    test_case: np.ndarray
+    score: np.ndarray
+    metric: np.ndarray | None = None
+
+
+def _score_dtype(score: np.ndarray) -> type:
+    """float32 when every score is exactly a float32 (0/1 outcomes, most graded metrics stored as such): half the memory."""
+    return np.float32 if K.exact_in_float32(score) else np.float64
+
+
+def _code_dtype(n_codes: int) -> type:
+    """uint16 codes when they fit (up to 65,536 players of a kind), else int32: the ordered copies stay small."""
+    return np.uint16 if n_codes <= 1 << 16 else np.int32
+
+
+def _ordered(m: Matches, pair: _Pair, score_dtype, with_metric: bool) -> _Ordered:
+    n = len(m)
+    if pair.kind == "rows":
+        return _Ordered(m.agent, m.test_case, m.score.astype(score_dtype, copy=False), m.metric if with_metric else None)
+    out = _Ordered(np.empty(n, _code_dtype(m.n_agents)), np.empty(n, _code_dtype(m.n_test_cases)), np.empty(n, score_dtype))
+    if pair.kind == "numpy":
+        order = np.random.default_rng(pair.seed).permutation(n)
+        K.gather(order, m.agent, m.test_case, m.score, out.agent, out.test_case, out.score)
+        if with_metric:
+            out.metric = out.score if m.metric is m.score else np.empty(n)
+            if out.metric is not out.score:
+                K.gather_values(order, m.metric, out.metric)
+        return out
+    carry = with_metric and m.metric is not m.score  # only the first order carries the metric (for the reliability)
+    metric, out_metric = (m.metric, np.empty(n)) if carry else (np.empty(0), np.empty(0))
+    K.shuffled_copy(
+        pair.seed, _n_buckets(n), m.agent, m.test_case, m.score, metric, out.agent, out.test_case, out.score, out_metric
+    )
+    if with_metric:
+        out.metric = out_metric if carry else out.score
+    return out
+
+
+HISTORY_LEVELS = 8
+"""Each test case's state is recorded after its match 1, 2, 4, …, 128 (then its final rating)."""
+
+
+@dataclass
+class _Run:
+    """One order's final state, its snapshots and the test cases' states after match 1, 2, 4, …"""
+
+    a_mu: np.ndarray
+    a_sig: np.ndarray
+    t_mu: np.ndarray
+    t_sig: np.ndarray
+    a_mu_at: np.ndarray
+    a_sig_at: np.ndarray
+    t_mu_at: np.ndarray
+    t_sig_at: np.ndarray
+    t_mu_after: np.ndarray
+    t_sig_after: np.ndarray
+
+
+def history_levels(m: Matches) -> int:
+    """How many of the levels 1, 2, 4, …, 128 some test case plays beyond (the others would stay empty)."""
+    most = int(np.bincount(m.test_case, minlength=1).max()) if len(m) else 0
+    return sum((1 << depth) < most for depth in range(HISTORY_LEVELS))
+
+
+def _play(
+    o: _Ordered,
+    reverse: bool,
+    ends,
+    tc_ends,
+    n_a: int,
+    n_t: int,
+    init_mu: float,
+    init_sigma: float,
+    levels: int = HISTORY_LEVELS,
+    on_segment=None,
+) -> _Run:
+    n = len(o.agent)
+    a_mu, a_sig = np.full(n_a, init_mu), np.full(n_a, init_sigma)
+    t_mu, t_sig = np.full(n_t, init_mu), np.full(n_t, init_sigma)
+    run = _Run(
+        a_mu,
+        a_sig,
+        t_mu,
+        t_sig,
+        np.empty((len(ends), n_a)),
+        np.empty((len(ends), n_a)),
+        np.empty((len(tc_ends), n_t)),
+        np.empty((len(tc_ends), n_t)),
+        np.full((levels, n_t), np.nan),
+        np.full((levels, n_t), np.nan),
+    )
+    t_played = np.zeros(n_t, dtype=np.int64)
+    done = 0
+    for stop in np.unique(np.concatenate([ends, tc_ends, [n]])):
+        K.run_segment(
+            o.agent,
+            o.test_case,
+            o.score,
+            done,
+            stop,
+            reverse,
+            a_mu,
+            a_sig,
+            t_mu,
+            t_sig,
+            t_played,
+            run.t_mu_after,
+            run.t_sig_after,
+        )
+        if on_segment is not None:
+            on_segment(done, stop, a_mu, t_mu)
+        done = stop
+        for k in np.flatnonzero(ends == stop):
+            run.a_mu_at[k], run.a_sig_at[k] = a_mu, a_sig
+        for k in np.flatnonzero(tc_ends == stop):
+            run.t_mu_at[k], run.t_sig_at[k] = t_mu, t_sig
+    return run
+
+
+ORDER_STATE_BUDGET = 128 << 20
+"""Bytes of order state (each player's rating, snapshots and history) the pool's orders may hold at once.
+
+At least one order plays beside the first whatever its size; on 2 cores a benchmark of a million
+test cases (72 MB an order) then plays one, where two or more would add their state to the peak
+(issue 25). Orders give the same bits whatever the number playing at once."""
+
+
+def order_state_bytes(n_a: int, n_t: int, ends, tc_ends, levels: int) -> int:
+    """What one order in play holds: μ, σ, snapshots and history of every player, and each test case's count."""
+    return 16 * n_a * (1 + len(ends)) + n_t * (16 * (1 + len(tc_ends) + levels) + 8)
+
+
+class _Inline:
+    """An executor that runs each task at once (one worker: no threads)."""
+
+    def submit(self, fn, *args, **kwargs) -> Future:
+        f: Future = Future()
+        try:
+            f.set_result(fn(*args, **kwargs))
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller through the future
+            f.set_exception(exc)
+        return f
+
+    def shutdown(self, wait: bool = True) -> None:
+        pass
+
+
+def default_workers() -> int:
+    """The cores this process may use (affinity and cgroup quota, or ``AGIELO_THREADS``)."""
+    return usable_cores()
+
+
+class _FirstOrderReliability:
+    """Measures reliability at each snapshot of the first order, handing the work to the pool."""
+
+    def __init__(self, o: _Ordered, ends, n_a: int, n_t: int, pool, workers: int):
+        self.measurer = OrderReliability(o.agent, o.test_case, o.score, n_a)
+        self.o = o
+        self.ends = ends
+        self.a_count, self.a_sum = np.zeros(n_a, dtype=np.int64), np.zeros(n_a)
+        self.t_count, self.t_sum = np.zeros(n_t, dtype=np.int64), np.zeros(n_t)
+        self.pool = pool
+        # each measurement waiting holds about 3 per-test-case arrays: let up to ~64 MB of them queue, so
+        # that the order plays on at full speed rather than waiting for the measurements
+        self.slots = threading.BoundedSemaphore(max(2, min(len(ends), (64 << 20) // (24 * (n_t + n_a) + 1))))
+        self.futures: dict[int, Future] = {}
+
+    def __call__(self, done, stop, a_mu, t_mu) -> None:
+        K.running_sums(
+            self.o.agent, self.o.test_case, self.o.metric, done, stop, self.a_count, self.a_sum, self.t_count, self.t_sum
+        )
+        hits = np.flatnonzero(self.ends == stop)
+        if not len(hits):
+            return
+        with np.errstate(invalid="ignore", divide="ignore"):
+            args = (a_mu.copy(), t_mu.copy(), self.a_sum / self.a_count, self.t_sum / self.t_count, self.a_count.copy())
+        self.slots.acquire()
+        future = self.pool.submit(self._measure, args)
+        for k in hits:
+            self.futures[int(k)] = future
+
+    def _measure(self, args):
+        try:
+            return self.measurer.measure(*args)
+        finally:
+            self.slots.release()
+
+    def table(self) -> np.ndarray:
+        out = np.full((len(self.ends), 5), np.nan)
+        for k, future in self.futures.items():
+            out[k] = future.result()
+        return out
+
+
+class _SharedCopy:
+    """One pair's ordered copy, made by whichever of its two orders starts first and dropped when both are done.
+
+    At most ``copies`` such copies exist at a time (the first order's aside): about 8 bytes a
+    match each for 10⁸ matches.
+    """
+
+    def __init__(self, m: Matches, pair: _Pair, score_dtype, copies: threading.BoundedSemaphore):
+        self.m, self.pair, self.score_dtype, self.copies = m, pair, score_dtype, copies
+        self.lock = threading.Lock()
+        self.copy: _Ordered | None = None
+        self.left = 2 if pair.with_reverse else 1
+
+    def play(self, reverse: bool, state) -> _Run:
+        with self.lock:
+            if self.copy is None:
+                self.copies.acquire()
+                self.copy = _ordered(self.m, self.pair, self.score_dtype, False)
+            o = self.copy
+        try:
+            return _play(o, reverse, *state)
+        finally:
+            with self.lock:
+                self.left -= 1
+                if self.left == 0:
+                    self.copy = None
+                    self.copies.release()
+
+
+class OrderMoments:
+    """Mean, mixture σ and spread over the orders of every per-player array, accumulated as the orders finish.
+
+    Each order's arrays are released once added, so memory does not grow with the number of
+    orders (per-test-case histories and snapshots are most of it on benchmarks with many test
+    cases). Orders are added in a fixed order, so sums are reproducible; with one order the
+    results are that order's arrays, bit for bit.
+    """
+
+    PAIRS = (
+        ("a_mu", "a_sig"),
+        ("t_mu", "t_sig"),
+        ("a_mu_at", "a_sig_at"),
+        ("t_mu_at", "t_sig_at"),
+        ("t_mu_after", "t_sig_after"),
+    )
+
+    def __init__(self):
+        self.k = 0
+        self.first: dict[str, np.ndarray] = {}
+        self.sum: dict[str, np.ndarray] = {}  # Σ (x − first), shifted for precision
+        self.sum_sq: dict[str, np.ndarray] = {}
+        self.sig_sq: dict[str, np.ndarray] = {}
+        self.agent_mu: dict[int, np.ndarray] = {}  # per order: the intervals need each order's agent ratings
+        self.lock = threading.Lock()
+        self.waiting: dict[int, _Run] = {}
+        self.next = 1
+
+    def agents_by_order(self) -> np.ndarray:
+        """Each order's agent ratings, rows in the orders' own sequence (antithetic pairs side by side)."""
+        return np.stack([self.agent_mu[i] for i in sorted(self.agent_mu)])
+
+    def put(self, index: int, run: _Run) -> None:
+        """Add order ``index`` (≥ 1) from any thread; orders are added in sequence 1, 2, …, as soon as possible.
+
+        A fixed sequence keeps the sums reproducible; adding as soon as possible keeps at most a
+        few orders' arrays waiting. Order 0 (the first, with its reliability) is added last.
+        """
+        with self.lock:
+            self.waiting[index] = run
+            while self.next in self.waiting:
+                self.add(self.waiting.pop(self.next), self.next)
+                self.next += 1
+
+    def add(self, run: _Run, index: int = 0) -> None:
+        """Take an order's arrays (kept, not copied, as the first order's: no caller writes to them again)."""
+        for mu_key, sig_key in self.PAIRS:
+            mu, sig = getattr(run, mu_key), getattr(run, sig_key)
+            if self.k == 0:
+                self.first[mu_key], self.first[sig_key] = mu, sig
+                continue
+            if self.k == 1:  # the sums start with the second order: one order needs none of them
+                self.sum[mu_key], self.sum_sq[mu_key] = np.zeros_like(mu), np.zeros_like(mu)
+                first_sig = self.first[sig_key]
+                self.sig_sq[mu_key] = first_sig * first_sig
+            x = mu - self.first[mu_key]
+            self.sum[mu_key] += x
+            self.sum_sq[mu_key] += x * x
+            self.sig_sq[mu_key] += sig * sig
+        self.agent_mu[index] = run.a_mu
+        self.k += 1
+
+    def release(self) -> None:
+        """Drop the per-player sums once the tables are built (``k`` stays): the first order's reliability may
+        still be measuring, and on a wide benchmark these arrays are about 240 bytes a test case."""
+        for kept in (self.first, self.sum, self.sum_sq, self.sig_sq):
+            kept.clear()
+
+    def mean(self, mu_key: str) -> np.ndarray:
+        if self.k == 1:
+            return self.first[mu_key].copy()
+        return self.first[mu_key] + self.sum[mu_key] / self.k
+
+    def _variance(self, mu_key: str) -> np.ndarray:
+        """Population variance of μ over the orders."""
+        mean_shift = self.sum[mu_key] / self.k
+        return np.maximum(self.sum_sq[mu_key] / self.k - mean_shift * mean_shift, 0.0)
+
+    def sigma(self, mu_key: str, sig_key: str) -> np.ndarray:
+        """σ of the mixture of the orders' posteriors N(μ_k, σ_k²): √(mean σ² + population variance of μ)."""
+        if self.k == 1:
+            return self.first[sig_key].copy()
+        return np.sqrt(self.sig_sq[mu_key] / self.k + self._variance(mu_key))
+
+    def order_sd(self, mu_key: str) -> np.ndarray:
+        if self.k == 1:
+            return np.full(self.first[mu_key].shape, np.nan)
+        return np.sqrt(self._variance(mu_key) * self.k / (self.k - 1))
+
+
+def run_orders(
+    m: Matches, pairs, ends, tc_ends, init_mu: float, init_sigma: float, with_reliability: bool, workers: int, then=None
+):
+    """Play every order (in parallel threads), the first with its reliability.
+
+    The first order runs on the calling thread; the pool takes the others, a pair's two
+    orders side by side on one shared copy, and the reliability measurements of the first.
+    ``then(moments)`` runs on the calling thread as soon as every order is done, while the last
+    reliability measurements finish. Returns (the orders' :class:`OrderMoments`, reliability rows,
+    measurer, what ``then`` returned).
+    """
+    n_a, n_t = m.n_agents, m.n_test_cases
+    # a benchmark of few agents and many test cases keeps only the history levels it reaches
+    state = (ends, tc_ends, n_a, n_t, init_mu, init_sigma, history_levels(m))
+    score_dtype = _score_dtype(m.score)
+    pool = ThreadPoolExecutor(workers) if workers > 1 else _Inline()
+    try:
+        first = _ordered(m, pairs[0], score_dtype, with_reliability)
+        moments = OrderMoments()
+        tasks = []
+        if pairs[0].with_reverse:
+            tasks.append(lambda: _play(first, True, *state))
+        copies = threading.BoundedSemaphore(max(2, workers))
+        for pair in pairs[1:]:
+            shared = _SharedCopy(m, pair, score_dtype, copies)
+            tasks.append(lambda shared=shared: shared.play(False, state))
+            if pair.with_reverse:
+                tasks.append(lambda shared=shared: shared.play(True, state))
+        # players take the orders strictly in sequence, so that no finished order waits long for an earlier one
+        playing = max(1, min(workers, ORDER_STATE_BUDGET // max(1, order_state_bytes(n_a, n_t, ends, tc_ends, state[-1]))))
+        queue, taking = iter(enumerate(tasks, start=1)), threading.Lock()
+
+        def player():
+            while True:
+                with taking:
+                    item = next(queue, None)
+                if item is None:
+                    return
+                moments.put(item[0], item[1]())
+
+        futures = [pool.submit(player) for _ in range(playing)]
+        rel = _FirstOrderReliability(first, ends, n_a, n_t, pool, workers) if with_reliability else None
+        first_run = _play(first, False, *state, on_segment=rel)
+        for future in futures:
+            future.result()
+        moments.add(first_run)
+        done = None
+        if then is not None:
+            done = then(moments)
+            moments.release()
+        rel_table = rel.table() if rel is not None else None
+        measurer = rel.measurer if rel is not None else None
+    finally:
+        pool.shutdown(wait=True)
+    return moments, rel_table, measurer, done
+
+
+def final_ratings(
+    m: Matches,
+    *,
+    seed: int | None,
+    shuffles: int,
+    shuffle: bool = True,
+    workers: int | None = None,
+    init_mu=1500.0,
+    init_sigma=350.0,
+):
+    """(μ, mixture σ) of agents and test cases over ``shuffles`` orders: :func:`rate` without tables, snapshots or reliability.
+
+    Players without a match keep their starting rating.
+    """
+    check_start(init_mu, init_sigma)
+    workers = default_workers() if workers is None else int(workers)
+    end = np.array([len(m)], dtype=np.int64)
+    moments, _, _, _ = run_orders(
+        m, _pairs(len(m), seed, shuffle, shuffles), end, end, float(init_mu), float(init_sigma), False, workers
+    )
+    return moments.mean("a_mu"), moments.sigma("a_mu", "a_sig"), moments.mean("t_mu"), moments.sigma("t_mu", "t_sig")

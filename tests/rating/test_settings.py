@@ -1,0 +1,73 @@
+"""One typed settings object: ``orders`` its one name for the match orders, checked once, naming the bad setting."""
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from agielo_dagster.rating import DEFAULT_ORDERS, RatingSettings, rate, rate_parquet, simulate_matches
+
+
+@pytest.fixture(scope="module")
+def small():
+    rng = np.random.default_rng(8)
+    return simulate_matches(rng.normal(1500, 300, 200), np.linspace(1300, 1900, 5), seed=3)
+
+
+def test_the_old_name_shuffles_warns_and_rates_the_same(small):
+    new = rate(small, seed=5, orders=2, with_reliability=False)
+    with pytest.deprecated_call(match="'shuffles' is now 'orders'"):
+        old = rate(small, seed=5, shuffles=2, with_reliability=False)
+    pd.testing.assert_frame_equal(old.agents, new.agents, check_exact=True)
+    assert old.settings == new.settings and new.settings["orders"] == 2
+    with pytest.raises(TypeError, match="disagree"), pytest.deprecated_call():
+        rate(small, orders=4, shuffles=2)
+
+
+def test_a_result_reproduces_from_its_settings(small):
+    first = rate(small, seed=7, orders=2, with_reliability=False)
+    again = rate(small, **first.settings, with_reliability=False)
+    pd.testing.assert_frame_equal(first.agents, again.agents, check_exact=True)
+
+
+@pytest.mark.parametrize(
+    ("bad", "named"),
+    [
+        (dict(orders=0), "orders must be an integer >= 1"),
+        (dict(orders=2.5), "orders must be an integer >= 1"),
+        (dict(orders=True), "orders must be an integer >= 1"),
+        (dict(shuffle=False, orders=3), "orders=3 needs shuffle=True"),
+        (dict(workers=0), "workers must be an integer >= 1"),
+        (dict(seed="x"), "seed must be an integer or None"),
+        (dict(level=1.5), "level"),
+        (dict(init_sigma=0.0), "init_sigma"),
+        (dict(snapshot_fractions=(0.5, 0.2)), "snapshot_fractions must increase strictly"),
+    ],
+)
+def test_a_bad_setting_is_refused_by_name(bad, named):
+    with pytest.raises(ValueError, match=named):
+        RatingSettings(**bad)
+
+
+def test_unknown_settings_are_named_and_the_object_is_frozen():
+    with pytest.raises(TypeError, match="unknown rating setting.*shufles"):
+        RatingSettings.of(shufles=4)
+    settings = RatingSettings(snapshot_fractions=[0.5, 1.0])
+    assert settings.snapshot_fractions == (0.5, 1.0) and settings.orders == DEFAULT_ORDERS
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        settings.orders = 1  # type: ignore[misc]
+    assert RatingSettings(orders=1).refines is False and RatingSettings().refines is True
+
+
+def test_rate_parquet_takes_the_settings_built_once(small, tmp_path):
+    path = tmp_path / "matches.parquet"
+    pq.write_table(pa.Table.from_pandas(small, preserve_index=False), path)
+    settings = RatingSettings(seed=5, orders=2, with_reliability=False)
+    by_settings = rate_parquet(path, settings=settings).agents.to_pandas()
+    by_keywords = rate_parquet(path, seed=5, orders=2, with_reliability=False).agents.to_pandas()
+    pd.testing.assert_frame_equal(by_settings, by_keywords, check_exact=True)
+    with pytest.raises(TypeError, match="not both"):
+        rate_parquet(path, settings=settings, seed=1)
