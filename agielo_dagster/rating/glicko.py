@@ -524,6 +524,13 @@ class OrderMoments:
         for kept in (self.first, self.sum, self.sum_sq, self.sig_sq):
             kept.clear()
 
+    def drop(self, mu_key: str, sig_key: str) -> None:
+        """Drop one pair's arrays once the tables have read them (a wide benchmark's test-case snapshots are
+        most of the orders' memory: 5 arrays of 8 bytes per test case and fraction)."""
+        for kept in (self.first, self.sum, self.sum_sq, self.sig_sq):
+            kept.pop(mu_key, None)
+            kept.pop(sig_key, None)
+
     def mean(self, mu_key: str) -> np.ndarray:
         if self.k == 1:
             return self.first[mu_key].copy()
@@ -592,6 +599,7 @@ def run_orders(
         for future in futures:
             future.result()
         moments.add(first_run)
+        del first_run  # summed (or kept as the first): its test-case arrays need not outlive the sums
         done = None
         if then is not None:
             done = then(moments)
@@ -815,6 +823,12 @@ def rate_encoded(m: Matches, settings: dict, *, warn: bool = True) -> RatingResu
     def tables(o: OrderMoments):
         """The rating tables from the orders (run while the reliability of the first order is still measured)."""
         a_mu_k = o.agents_by_order()
+        # the test cases' snapshots at the last match are their final ratings (the same sums): not played twice;
+        # read first and dropped, like the histories, so that the rest of the tables is built without their sums
+        before_end = o.mean("t_mu_at"), o.sigma("t_mu_at", "t_sig_at")
+        o.drop("t_mu_at", "t_sig_at")
+        after_mu_mean, after_sig = o.mean("t_mu_after"), o.sigma("t_mu_after", "t_sig_after")
+        o.drop("t_mu_after", "t_sig_after")
         a_mu, t_mu = o.mean("a_mu"), o.mean("t_mu")
         a_sig, t_sig = o.sigma("a_mu", "a_sig"), o.sigma("t_mu", "t_sig")
         final_t = t_mu, t_sig  # Glicko's, also where the refinement replaces them below
@@ -851,8 +865,6 @@ def rate_encoded(m: Matches, settings: dict, *, warn: bool = True) -> RatingResu
                 "component": a_comp,
             }
         )
-        # the test cases' snapshots at the last match are their final ratings (the same sums): not played twice
-        before_end = o.mean("t_mu_at"), o.sigma("t_mu_at", "t_sig_at")
         t_mu_at = [*before_end[0], *[final_t[0]] * (len(tc_ends) - len(played_tc_ends))]
         t_sig_at = [*before_end[1], *[final_t[1]] * (len(tc_ends) - len(played_tc_ends))]
         test_cases = pd.DataFrame(
@@ -867,7 +879,6 @@ def rate_encoded(m: Matches, settings: dict, *, warn: bool = True) -> RatingResu
                 "component": t_comp,
             }
         )
-        after_mu_mean, after_sig = o.mean("t_mu_after"), o.sigma("t_mu_after", "t_sig_after")
         for depth in range(HISTORY_LEVELS):
             j = 1 << depth
             if j < t_n.max():
