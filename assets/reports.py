@@ -11,6 +11,7 @@ import hashlib
 import dagster as dg
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 from agielo_dagster.resources.storage import ObjectStorage
 
 from agielo_dagster.domain.layout import explorer_path, figure_path, report_path
@@ -74,26 +75,30 @@ def benchmark_reports(
         claim_benchmark(context, benchmark)  # a run that only re-renders has no ledger step to wait for earlier runs
     digest = digest_of(competency_gap_tables)
     store = storage.store
-    test_cases, agents = test_case_ratings.to_pandas(), agent_ratings.to_pandas()
+    agents = agent_ratings.to_pandas()
+    # before the test cases are converted: on a wide benchmark its look-up of their ids is the report's peak
+    calibration = binned_calibration(match_tables, test_case_ratings, agents[agents["mu"].notna()]).to_pandas()
+    test_cases = report_test_cases(test_case_ratings)
     gaps, reliability = competency_gap_tables.to_pandas(), reliability_reports.to_pandas()
     # the figures, the hardest test cases and the explorer's difficulty axis show the main component (rated and
     # provisional agents, its test cases): the others are on no common scale; the tables list every agent
     on_scale = agents[agents["status"].isin(["rated", "provisional"])] if "status" in agents else agents
     gaps_on_scale = gaps[gaps["status"].isin(["rated", "provisional"])] if "status" in gaps else gaps
-    main_cases = test_cases[test_cases["component"] == 0] if "component" in test_cases else test_cases
+    main_cases = test_cases
+    if "component" in test_cases and (test_cases["component"] != 0).any():  # no copy of a benchmark all on one scale
+        main_cases = test_cases[test_cases["component"] == 0]
     with retried_on_storage_errors(context):
         ledger = read_ledger(store, benchmark)
         hardest = main_cases.nlargest(HARDEST_SHOWN, "mu")[["test_case_id", "mu", "sigma", "mean_metric"]]
         hardest = hardest.rename(columns={"mu": "rating"}).astype({"test_case_id": str})
         if ledger is not None:
             hardest = hardest.merge(test_case_metadata(store, ledger, list(hardest["test_case_id"])), on="test_case_id")
-        calibration = binned_calibration(match_tables, test_case_ratings, agents[agents["mu"].notna()]).to_pandas()
         drawn = {
             "rating_distribution": figs.rating_distribution(
                 main_cases, on_scale, title=f"{benchmark}: difficulty and competency"
             ),
             "reliability_curves": figs.reliability_curves(reliability, title=f"{benchmark}: reliability"),
-            "agent_trajectories": figs.agent_trajectories(rating_snapshots.to_pandas(), title=f"{benchmark}: agent ratings"),
+            "agent_trajectories": figs.agent_trajectories(agent_snapshots(rating_snapshots), title=f"{benchmark}: agent ratings"),
             "calibration": figs.calibration(calibration, title=f"{benchmark}: calibration"),
             "competency_gap": figs.competency_gap(gaps_on_scale, title=f"{benchmark}: competency gap"),
         }
@@ -148,3 +153,20 @@ def benchmark_reports(
             **{f"figure_{name}": dg.MetadataValue.md(f"![{name}]({png_data_uri(png)})") for name, png in pngs.items()},
         },
     )
+
+
+def agent_snapshots(rating_snapshots: pa.Table) -> pd.DataFrame:
+    """The agents' rows of the snapshots, the only ones the trajectories draw: a wide benchmark's test-case rows
+    (one per test case and fraction) are not converted to Python strings."""
+    return rating_snapshots.filter(pc.equal(rating_snapshots.column("kind"), "agent")).to_pandas()
+
+
+REPORT_TEST_CASE_COLUMNS = ("test_case_id", "mu", "sigma", "matches", "mean_metric", "component")
+"""What the figures, the hardest test cases and the explorer read of the test cases (and their ``meta.`` columns)."""
+
+
+def report_test_cases(test_case_ratings: pa.Table) -> pd.DataFrame:
+    """The test cases' columns the report reads, converted without consolidating them into one block or a table of
+    unique strings (the ids are unique): a wide benchmark's histories, order spreads and mean scores are not copied, nor its columns twice."""
+    names = [c for c in test_case_ratings.column_names if c in REPORT_TEST_CASE_COLUMNS or c.startswith("meta.")]
+    return test_case_ratings.select(names).to_pandas(split_blocks=True, deduplicate_objects=False)

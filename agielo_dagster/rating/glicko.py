@@ -306,6 +306,12 @@ def rate_encoded(m: Matches, settings: RatingSettings | Mapping[str, Any], *, wa
     def tables(o: OrderMoments):
         """The rating tables from the orders (run while the reliability of the first order is still measured)."""
         a_mu_k = o.agents_by_order()
+        # the test cases' snapshots at the last match are their final ratings (the same sums): not played twice;
+        # read first and dropped, like the histories, so that the rest of the tables is built without their sums
+        before_end = o.mean("t_mu_at"), o.sigma("t_mu_at", "t_sig_at")
+        o.drop("t_mu_at", "t_sig_at")
+        after_mu_mean, after_sig = o.mean("t_mu_after"), o.sigma("t_mu_after", "t_sig_after")
+        o.drop("t_mu_after", "t_sig_after")
         a_mu, t_mu = o.mean("a_mu"), o.mean("t_mu")
         a_sig, t_sig = o.sigma("a_mu", "a_sig"), o.sigma("t_mu", "t_sig")
         final_t = t_mu, t_sig  # Glicko's, also where the refinement replaces them below
@@ -342,8 +348,6 @@ def rate_encoded(m: Matches, settings: RatingSettings | Mapping[str, Any], *, wa
                 "component": a_comp,
             }
         )
-        # the test cases' snapshots at the last match are their final ratings (the same sums): not played twice
-        before_end = o.mean("t_mu_at"), o.sigma("t_mu_at", "t_sig_at")
         t_mu_at = [*before_end[0], *[final_t[0]] * (len(tc_ends) - len(played_tc_ends))]
         t_sig_at = [*before_end[1], *[final_t[1]] * (len(tc_ends) - len(played_tc_ends))]
         test_cases = pd.DataFrame(
@@ -358,7 +362,6 @@ def rate_encoded(m: Matches, settings: RatingSettings | Mapping[str, Any], *, wa
                 "component": t_comp,
             }
         )
-        after_mu_mean, after_sig = o.mean("t_mu_after"), o.sigma("t_mu_after", "t_sig_after")
         for depth in range(HISTORY_LEVELS):
             j = 1 << depth
             if j < t_n.max():
