@@ -198,3 +198,16 @@ def test_agent_trajectories_table_is_pivot_table_without_its_memory():
     got = _by_fraction(agents)
     pd.testing.assert_frame_equal(got, expected, check_exact=False, rtol=1e-13, check_column_type=False, check_index_type=False)
     assert "a07" not in got.columns and got.shape == (3, 39)
+
+
+def test_ratings_equal_up_to_rounding_draw_one_bar():
+    """A benchmark one agent plays: the joint fit leaves its test cases 1e-13 apart, which numpy cannot cut into 60
+    finite bins (the report step failed on lm-eval's one-model logs); 301 agents also take the histogram path."""
+    test_cases = pd.DataFrame({"mu": 1583.2 + np.array([0.0, 2.3e-13, 4.5e-13] * 10)})
+    for agents in (
+        pd.DataFrame({"agent_id": ["a"], "mu": [1700.0]}),
+        pd.DataFrame({"agent_id": [f"a{i}" for i in range(301)], "mu": np.full(301, 1700.0)}),
+    ):
+        fig = figures.rating_distribution(test_cases, agents)
+        heights = [patch.get_height() for patch in fig.axes[0].patches if hasattr(patch, "get_height")]  # not the stairs
+        assert sum(heights) == len(test_cases) and max(heights) == len(test_cases)

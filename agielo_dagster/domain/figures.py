@@ -96,6 +96,14 @@ def dodged(positions: np.ndarray, gap: float, lo: float = -np.inf, hi: float = n
     return np.minimum(out, hi - gap * np.arange(n)[::-1])
 
 
+def histogram_edges(values: np.ndarray, bins: int = 60) -> np.ndarray:
+    """``bins`` equal bins over the values, at least 1 Elo wide in all: ratings equal up to rounding
+    (a benchmark one agent plays, where the joint fit leaves test cases 1e-13 apart) get one visible
+    bar, where numpy refuses to cut so small a range into finite bins."""
+    lo, hi = float(np.min(values)), float(np.max(values))
+    return np.linspace(lo, max(hi, lo + 1.0), bins + 1)
+
+
 def rating_distribution(test_cases: pd.DataFrame, agents: pd.DataFrame, *, title: str = "") -> Figure:
     """Test-case rating histogram and percentile curve, with each agent's share of test cases beaten.
 
@@ -106,7 +114,7 @@ def rating_distribution(test_cases: pd.DataFrame, agents: pd.DataFrame, *, title
     ax = fig.add_subplot()
     ratings = np.sort(test_cases["mu"].to_numpy())
     agent_mu = agents["mu"].to_numpy()
-    ax.hist(ratings, bins=60, color="#9ab", edgecolor="white", label=f"{len(ratings):,} test cases")
+    ax.hist(ratings, bins=histogram_edges(ratings), color="#9ab", edgecolor="white", label=f"{len(ratings):,} test cases")
     ax.set_xlabel("rating (Elo scale)")
     ax.set_ylabel("test cases")
     curve = ax.twinx()
@@ -125,7 +133,7 @@ def rating_distribution(test_cases: pd.DataFrame, agents: pd.DataFrame, *, title
     if len(agent_mu) <= 200:
         ax.vlines(agent_mu, 0, top * 0.8, color="#c60", linewidth=0.8, alpha=0.7, label=shown)
     else:
-        counts, edges = np.histogram(agent_mu, bins=60)
+        counts, edges = np.histogram(agent_mu, bins=histogram_edges(agent_mu))
         ax.stairs(counts * (0.8 * top / counts.max()), edges, color="#c60", label=shown + " (histogram, rescaled)")
     names = agents["agent_id"].astype(str).to_numpy()
     x_lo, x_hi = ax.get_xlim()
