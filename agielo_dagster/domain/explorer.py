@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from ..rating.predict import share_beaten
+from .histogram import histogram_edges
 from .standing import headline, unusual_agents
 
 __all__ = ["MAX_AGENT_LINES", "MAX_POINTS", "MAX_SLICE_ROWS", "render_explorer"]
@@ -218,7 +219,9 @@ def explorer_data(benchmark: str, agents: Any, test_cases: Any, **options: Any) 
     ratings = test_cases["mu"].to_numpy(dtype=np.float64)
     finite = ratings[np.isfinite(ratings)]
     drawn = _drawn(np.where(np.isfinite(ratings), ratings, -np.inf), max_points)
-    counts, edges = np.histogram(finite, bins=HISTOGRAM_BINS) if len(finite) else (np.zeros(0), np.zeros(1))
+    counts, edges = (
+        np.histogram(finite, bins=histogram_edges(finite, HISTOGRAM_BINS)) if len(finite) else (np.zeros(0), np.zeros(1))
+    )
     column = test_cases["test_case_id"]
     shown = test_cases.iloc[drawn]  # only the drawn ids become text (a wide benchmark has millions)
     metadata = [str(c) for c in test_cases.columns if str(c).startswith("meta.")][:MAX_METADATA_COLUMNS]

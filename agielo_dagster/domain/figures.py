@@ -29,6 +29,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from ..rating.predict import share_beaten  # noqa: E402
+from .histogram import histogram_edges  # noqa: E402
 
 FIGURES = ("rating_distribution", "reliability_curves", "agent_trajectories", "calibration", "competency_gap")
 MAX_AGENTS_DRAWN = 25  # agents drawn one by one; the rest are summarized
@@ -94,14 +95,6 @@ def dodged(positions: np.ndarray, gap: float, lo: float = -np.inf, hi: float = n
     out = fitted + gap * np.arange(n)
     out = np.maximum(out, lo + gap * np.arange(n))
     return np.minimum(out, hi - gap * np.arange(n)[::-1])
-
-
-def histogram_edges(values: np.ndarray, bins: int = 60) -> np.ndarray:
-    """``bins`` equal bins over the values, at least 1 Elo wide in all: ratings equal up to rounding
-    (a benchmark one agent plays, where the joint fit leaves test cases 1e-13 apart) get one visible
-    bar, where numpy refuses to cut so small a range into finite bins."""
-    lo, hi = float(np.min(values)), float(np.max(values))
-    return np.linspace(lo, max(hi, lo + 1.0), bins + 1)
 
 
 def rating_distribution(test_cases: pd.DataFrame, agents: pd.DataFrame, *, title: str = "") -> Figure:

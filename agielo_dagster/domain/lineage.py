@@ -33,6 +33,7 @@ OUTPUT_SOURCES: tuple[str, ...] = (
 )
 PRESENTATION_SOURCES: tuple[str, ...] = (
     "agielo_dagster.domain.figures",
+    "agielo_dagster.domain.histogram",
     "agielo_dagster.domain.report",
     "agielo_dagster.domain.explorer",
     "agielo_dagster.assets.reports",

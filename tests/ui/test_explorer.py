@@ -518,3 +518,12 @@ def test_the_report_leads_with_rank_range_and_interval_and_fits_1280_px(benchmar
     assert len(widths) == len(agents) and min(widths) >= 20  # every interval a visible bar
     assert short.endswith("…") and len(short) < 25 and title == digest and n_digests == len(agents)
     assert scroll <= 1280
+
+
+def test_test_cases_equal_up_to_rounding_are_one_histogram_bar():
+    """One agent's benchmark: the joint fit leaves its test cases 1e-13 apart (numpy refused to bin them)."""
+    test_cases = pd.DataFrame(
+        {"test_case_id": [f"t{i}" for i in range(30)], "mu": 1583.2 + np.array([0.0, 2.3e-13, 4.5e-13] * 10)}
+    )
+    data = explorer_data("quiz", pd.DataFrame({"agent_id": ["a"], "mu": [1700.0]}), test_cases)
+    assert sum(data["testCases"]["histogram"]["counts"]) == 30
