@@ -359,11 +359,15 @@ def placement_study(
     from .glicko import rate
 
     frame = to_pandas(matches)
-    joint = to_pandas(rate(frame, seed=1, with_reliability=False).agents).set_index("agent_id")["mu"]
+    # placement replays Glicko's pass on frozen test cases: judged on the Glicko scale it estimates (refine=False),
+    # as the refined default's level and spread differ from it (docs/engine.md)
+    joint = to_pandas(rate(frame, seed=1, with_reliability=False, refine=False).agents).set_index("agent_id")["mu"]
     rows = []
     for agent in joint.index:
         mine = frame[frame["agent_id"].astype(str) == str(agent)]
-        rest = to_pandas(rate(frame[frame["agent_id"].astype(str) != str(agent)], seed=2, with_reliability=False).test_cases)
+        rest = to_pandas(
+            rate(frame[frame["agent_id"].astype(str) != str(agent)], seed=2, with_reliability=False, refine=False).test_cases
+        )
         for method in methods:
             for seed in seeds if method != "full" else seeds[:1]:
                 if method == "full":
