@@ -121,6 +121,19 @@ def ids_of(df: pd.DataFrame, column: str, what: str) -> pd.Series:
     return values if pd.api.types.is_string_dtype(values) else values.astype(str)
 
 
+def test_case_index(tc: pd.DataFrame) -> pd.Index:
+    """The test-case table's ids as a unique string index; a repeated id is an error naming it."""
+    index = pd.Index(ids_of(tc, "test_case_id", "test-case table").astype(str).to_numpy(dtype=object))
+    if not index.is_unique:
+        dup = index[index.duplicated()][0]
+        raise MatchTableError(
+            f"test-case table lists {dup!r} more than once (rule: test_case_unique)",
+            rule="test_case_unique",
+            column="test_case_id",
+        )
+    return index
+
+
 def floats_of(df: pd.DataFrame, column: str, what: str, lo: float = -np.inf, hi: float = np.inf) -> np.ndarray:
     """A finite float64 column within [lo, hi]; anything else is an error naming its row."""
     try:

@@ -7,7 +7,17 @@ import pandas as pd
 
 from . import _kernels as K
 from .checks import check_start
-from .frames import Matches, MatchTableError, Table, encode_matches, floats_of, ids_of, require_columns, to_flavour, to_pandas
+from .frames import (
+    Matches,
+    MatchTableError,
+    Table,
+    encode_matches,
+    floats_of,
+    require_columns,
+    test_case_index,
+    to_flavour,
+    to_pandas,
+)
 from .glicko import DEFAULT_ORDERS, Q, g
 from .intervals import order_variance, z_of
 from .orders import _pairs
@@ -103,15 +113,7 @@ def place_agents(
     m = encode_matches(new_matches, "new match table")
     tc = to_pandas(test_cases)
     require_columns(tc, ("test_case_id", "mu"), "test-case table")
-    tc_ids = ids_of(tc, "test_case_id", "test-case table")
-    lookup = pd.Index(tc_ids.astype(str))
-    if not lookup.is_unique:
-        dup = lookup[lookup.duplicated()][0]
-        raise MatchTableError(
-            f"test-case table lists {dup!r} more than once (rule: test_case_unique)",
-            rule="test_case_unique",
-            column="test_case_id",
-        )
+    lookup = test_case_index(tc)
     pos = lookup.get_indexer(m.test_case_ids)
     refuse_unknown_test_cases(m, pos)
     played, level_mu, level_prec, final_mu, final_prec = _histories(tc, pos)

@@ -12,11 +12,10 @@ import pandas as pd
 from numpy.typing import ArrayLike
 
 from .frames import (
-    MatchTableError,
     Table,
     floats_of,
-    ids_of,
     require_columns,
+    test_case_index,
     to_pandas,
 )
 from .glicko import Q, g
@@ -88,15 +87,7 @@ def _candidates(test_cases: Any, exclude: Iterable[Any]) -> pd.DataFrame:
     """``test_case_id, mu, sigma`` of the rated test cases not excluded (σ = 0 when the table has none)."""
     tc = to_pandas(test_cases)
     require_columns(tc, ("test_case_id", "mu"), "test-case table")
-    ids = ids_of(tc, "test_case_id", "test-case table").astype(str).to_numpy(dtype=object)
-    index = pd.Index(ids)
-    if not index.is_unique:
-        dup = index[index.duplicated()][0]
-        raise MatchTableError(
-            f"test-case table lists {dup!r} more than once (rule: test_case_unique)",
-            rule="test_case_unique",
-            column="test_case_id",
-        )
+    ids = test_case_index(tc).to_numpy(dtype=object)
     mu = floats_of(tc, "mu", "test-case table")
     sigma = floats_of(tc, "sigma", "test-case table", 0.0) if "sigma" in tc.columns else np.zeros(len(tc))
     keep = ~_excluded(ids, exclude)

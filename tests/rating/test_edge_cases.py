@@ -151,3 +151,14 @@ def test_sigma_aware_expected_score():
     assert out["expected_score"].iloc[0] == pytest.approx(expected_score(1700.0, 1900.0, sigma=combined_sigma(50.0, 400.0)))
     with pytest.raises(MatchTableError, match="sigma"):
         hard_cases(tc.drop(columns="sigma"), 1700.0, 0.45, agent_sigma=50.0)
+
+
+def test_a_test_case_table_listing_an_id_twice_is_refused_by_selection_and_placement():
+    from agielo_dagster.rating import MatchTableError, place_agents, select_test_cases
+
+    frozen = pd.DataFrame({"test_case_id": ["t1", "t2", "t1"], "mu": [1400.0, 1500.0, 1600.0], "sigma": [50.0, 50.0, 50.0]})
+    new = pd.DataFrame({"test_case_id": ["t1", "t2"], "agent_id": ["x", "x"], "metric": [1.0, 0.0], "score": [1.0, 0.0]})
+    for call in (lambda: select_test_cases(frozen, 2), lambda: place_agents(new, frozen)):
+        with pytest.raises(MatchTableError, match=r"lists 't1' more than once \(rule: test_case_unique\)") as caught:
+            call()
+        assert caught.value.rule == "test_case_unique"
