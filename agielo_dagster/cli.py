@@ -40,6 +40,7 @@ from .domain.lineage import RATING_VERSION
 from .domain.standing import headline, status_counts, unusual_agents
 from .domain.status import benchmark_state, present_benchmarks
 from .domain.store import StorageError, Store, default_root
+from .inprocess import execute_in_process_without_outputs
 from .outputs import benchmark_outputs
 from .planning import plan_runs, run_selection, state_key
 from .rating.standing import top_tier
@@ -118,8 +119,12 @@ def run_pipeline(
     fail_orphaned_runs(instance)
     summary = RunSummary()
     if incoming_reason(store):  # harness logs first: they become uploads of their benchmarks
-        result = defs.resolve_job_def("convert_incoming").execute_in_process(
-            run_config=_quiet(log_level), instance=instance, tags={TRIGGER_TAG: "cli"}, raise_on_error=False
+        result = execute_in_process_without_outputs(
+            defs.resolve_job_def("convert_incoming"),
+            run_config=_quiet(log_level),
+            instance=instance,
+            tags={TRIGGER_TAG: "cli"},
+            raise_on_error=False,
         )
         if not result.success:
             summary.failed_runs.append(f"harness logs: {_first_error(result)}")
@@ -132,7 +137,8 @@ def run_pipeline(
     to_run = sorted({*plan.to_rate, *plan.busy, *plan.given_up})
     for benchmark in to_run:
         tags = {BENCHMARK_TAG: benchmark, TRIGGER_TAG: "cli", STATE_TAG: state_key(plan.states[benchmark]), **process_tags()}
-        result = job.execute_in_process(
+        result = execute_in_process_without_outputs(
+            job,
             run_config=_quiet(log_level),
             instance=instance,
             partition_key=benchmark,
@@ -155,7 +161,8 @@ def run_pipeline(
             instance.add_dynamic_partitions(judgment_partitions.name, [n for n in judgment_sets if n not in known])
         ranking = defs.resolve_job_def("rank_judgments")
         for name in judgment_sets:
-            result = ranking.execute_in_process(
+            result = execute_in_process_without_outputs(
+                ranking,
                 run_config=_quiet(log_level),
                 instance=instance,
                 partition_key=name,
@@ -170,8 +177,12 @@ def run_pipeline(
     for benchmark in after.vanished:
         instance.delete_dynamic_partition(benchmark_partitions.name, benchmark)
     if after.quarantine_stale:
-        result = defs.resolve_job_def("report_quarantine").execute_in_process(
-            run_config=_quiet(log_level), instance=instance, tags={TRIGGER_TAG: "cli"}, raise_on_error=False
+        result = execute_in_process_without_outputs(
+            defs.resolve_job_def("report_quarantine"),
+            run_config=_quiet(log_level),
+            instance=instance,
+            tags={TRIGGER_TAG: "cli"},
+            raise_on_error=False,
         )
         if not result.success:
             summary.failed_runs.append(f"quarantine report: {_first_error(result)}")

@@ -5,6 +5,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 from agielo_dagster.resources.storage import ObjectStorage
+from agielo_dagster.resources.warehouse import free_previous_steps
 
 from agielo_dagster.domain.layout import warehouse_path
 from agielo_dagster.domain.ledger import read_ledger
@@ -49,6 +50,7 @@ def ratings(context: dg.AssetExecutionContext, storage: ObjectStorage):
     from agielo_dagster.rating import RatingSettings, rate_parquet  # the engine (and numba) load when a run rates
     from agielo_dagster.rating.standing import top_tier
 
+    free_previous_steps()  # the match table's step, in this process with `agielo run`
     store = storage.store
     path = warehouse_path("match_tables", context.partition_key)
     with retried_on_storage_errors(context):

@@ -114,6 +114,7 @@ def test_code_version_covers_every_module_that_changes_outputs():
     # modules that decide when work runs, or where bytes go, but never what an output holds
     scheduling = {
         "cli.py",
+        "inprocess.py",
         "sensors.py",
         "schedules.py",
         "jobs.py",

@@ -38,14 +38,14 @@ def match_update(mu_a, sig_a, mu_t, sig_t, s):
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def run_segment(agent, test_case, score, done, stop, reverse, a_mu, a_sig, t_mu, t_sig, t_played, rec_mu, rec_sig):
+def run_segment(agent, test_case, score, done, stop, reverse, a_mu, a_sig, t_mu, t_sig, t_played, rec_slot, rec_mu, rec_sig):
     """Play matches ``done:stop`` of an order, updating the state in place.
 
     The arrays hold the matches in processing order; with ``reverse`` the order is read
     backwards (match k is row ``n − 1 − k``), which is the antithetic twin of the forward order.
-    Each test case's state after its match 1, 2, 4, 8, … is recorded: ``rec_mu[l, t]``,
-    ``rec_sig[l, t]`` after match 2^l (levels ``l < rec_mu.shape[0]``, none with an empty
-    array); ``t_played`` counts each test case's matches so far.
+    Each test case's state after its match 1, 2, 4, 8, … is recorded: ``rec_mu[l, rec_slot[t]]``,
+    ``rec_sig[l, rec_slot[t]]`` after match 2^l (levels ``l < rec_mu.shape[0]``, none with an empty
+    array; none for a test case whose slot is −1); ``t_played`` counts each test case's matches so far.
     """
     n = len(agent)
     levels = rec_mu.shape[0]
@@ -64,9 +64,19 @@ def run_segment(agent, test_case, score, done, stop, reverse, a_mu, a_sig, t_mu,
             level = 0
             while (1 << level) < c:
                 level += 1
-            if level < levels:
-                rec_mu[level, t] = mu_t
-                rec_sig[level, t] = sig_t
+            if level < levels and rec_slot[t] >= 0:
+                rec_mu[level, rec_slot[t]] = mu_t
+                rec_sig[level, rec_slot[t]] = sig_t
+
+
+@numba.njit(cache=True, nogil=True)
+def first_positions(test_case, reverse, out):
+    """Each test case's first match's position in the order (``out`` starts at the number of matches)."""
+    n = len(test_case)
+    for k in range(n):
+        t = test_case[n - 1 - k if reverse else k]
+        if k < out[t]:
+            out[t] = k
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")

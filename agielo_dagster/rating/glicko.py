@@ -43,6 +43,7 @@ from .orders import (
     _pairs,
     default_workers,
     final_ratings,
+    history_slots,
     match_orders,
     run_orders,
     snapshot_ends,
@@ -362,11 +363,12 @@ def rate_encoded(m: Matches, settings: RatingSettings | Mapping[str, Any], *, wa
                 "component": t_comp,
             }
         )
+        slot = history_slots(t_n)
         for depth in range(HISTORY_LEVELS):
             j = 1 << depth
             if j < t_n.max():
-                test_cases[f"mu_after_{j}"] = np.where(j < t_n, after_mu_mean[depth], np.nan)
-                test_cases[f"sigma_after_{j}"] = np.where(j < t_n, after_sig[depth], np.nan)
+                test_cases[f"mu_after_{j}"] = np.where(j < t_n, after_mu_mean[depth][slot], np.nan)
+                test_cases[f"sigma_after_{j}"] = np.where(j < t_n, after_sig[depth][slot], np.nan)
         snapshots = _snapshot_table(
             fractions,
             m.agent_ids,

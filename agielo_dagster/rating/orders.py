@@ -166,9 +166,62 @@ HISTORY_LEVELS = 8
 """Each test case's state is recorded after its match 1, 2, 4, …, 128 (then its final rating)."""
 
 
+@dataclass(frozen=True)
+class _Layout:
+    """What every order of one rating records: its snapshot ends, starting ratings and which test cases keep a history.
+
+    A test case of one match (most of a wide benchmark's) is at its start until that match and at its
+    final rating after it: its snapshots are read from its final rating and the match's position in the
+    order, so an order keeps snapshot and history columns only for the ``recorded`` test cases of two or
+    more matches (issue 25).
+    """
+
+    ends: np.ndarray
+    tc_ends: np.ndarray
+    n_a: int
+    n_t: int
+    init_mu: float
+    init_sigma: float
+    levels: int
+    slot: np.ndarray  # each test case's column in the recorded arrays, −1 for a test case of one match
+    kept: np.ndarray | None  # the recorded test cases, None when every test case is
+
+    @classmethod
+    def of(cls, m: Matches, ends, tc_ends, init_mu: float, init_sigma: float) -> _Layout:
+        played = np.bincount(m.test_case, minlength=m.n_test_cases)
+        slot = history_slots(played)
+        kept = np.flatnonzero(slot >= 0)
+        return cls(
+            ends,
+            tc_ends,
+            m.n_agents,
+            m.n_test_cases,
+            init_mu,
+            init_sigma,
+            history_levels(played),
+            slot,
+            None if len(kept) == m.n_test_cases else kept,
+        )
+
+    @property
+    def recorded(self) -> int:
+        return self.n_t if self.kept is None else len(self.kept)
+
+    def state_bytes(self) -> int:
+        """What one order in play holds: μ, σ and snapshots of every agent, each test case's μ, σ, count and
+        match position, and the recorded test cases' snapshots and histories."""
+        per_recorded = 16 * (len(self.tc_ends) + self.levels)
+        return 16 * self.n_a * (1 + len(self.ends)) + self.n_t * (16 + 8 + 4) + per_recorded * self.recorded
+
+
 @dataclass
 class _Run:
-    """One order's final state, its snapshots and the test cases' states after match 1, 2, 4, …"""
+    """One order's final state, its snapshots and the test cases' states after match 1, 2, 4, …
+
+    ``t_mu_kept``/``t_sig_kept`` are the recorded test cases' snapshots; ``t_first`` each test case's
+    first match's position in the order (read for the others' snapshots, empty when every test case is
+    recorded).
+    """
 
     a_mu: np.ndarray
     a_sig: np.ndarray
@@ -176,48 +229,66 @@ class _Run:
     t_sig: np.ndarray
     a_mu_at: np.ndarray
     a_sig_at: np.ndarray
-    t_mu_at: np.ndarray
-    t_sig_at: np.ndarray
+    t_mu_kept: np.ndarray
+    t_sig_kept: np.ndarray
+    t_first: np.ndarray
     t_mu_after: np.ndarray
     t_sig_after: np.ndarray
+    layout: _Layout
+
+    def test_case_snapshots(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every test case's (μ, σ) at each snapshot end, rows by end: the very values the order passed through."""
+        lay = self.layout
+        if lay.kept is None:
+            return self.t_mu_kept, self.t_sig_kept
+        played = self.t_first[None, :] < lay.tc_ends[:, None]
+        mu = np.where(played, self.t_mu[None, :], lay.init_mu)
+        sig = np.where(played, self.t_sig[None, :], lay.init_sigma)
+        del played
+        mu[:, lay.kept], sig[:, lay.kept] = self.t_mu_kept, self.t_sig_kept
+        return mu, sig
 
 
-def history_levels(m: Matches) -> int:
+def history_levels(matches_per_test_case: np.ndarray) -> int:
     """How many of the levels 1, 2, 4, …, 128 some test case plays beyond (the others would stay empty)."""
-    most = int(np.bincount(m.test_case, minlength=1).max()) if len(m) else 0
+    most = int(matches_per_test_case.max()) if len(matches_per_test_case) else 0
     return sum((1 << depth) < most for depth in range(HISTORY_LEVELS))
 
 
-def _play(
-    o: _Ordered,
-    reverse: bool,
-    ends,
-    tc_ends,
-    n_a: int,
-    n_t: int,
-    init_mu: float,
-    init_sigma: float,
-    levels: int = HISTORY_LEVELS,
-    on_segment=None,
-) -> _Run:
-    n = len(o.agent)
-    a_mu, a_sig = np.full(n_a, init_mu), np.full(n_a, init_sigma)
-    t_mu, t_sig = np.full(n_t, init_mu), np.full(n_t, init_sigma)
+def history_slots(matches_per_test_case: np.ndarray) -> np.ndarray:
+    """Each test case's column in the recorded histories, −1 for a test case of one match (its history is its
+    final rating): a wide benchmark, most of whose test cases play once, records only the others (issue 25)."""
+    kept = matches_per_test_case >= 2
+    slot = np.full(len(kept), -1, dtype=np.int32)
+    slot[kept] = np.arange(int(kept.sum()), dtype=np.int32)
+    return slot
+
+
+def _play(o: _Ordered, reverse: bool, lay: _Layout, on_segment=None) -> _Run:
+    n, n_a, n_t, recorded = len(o.agent), lay.n_a, lay.n_t, lay.recorded
+    a_mu, a_sig = np.full(n_a, lay.init_mu), np.full(n_a, lay.init_sigma)
+    t_mu, t_sig = np.full(n_t, lay.init_mu), np.full(n_t, lay.init_sigma)
+    t_first = np.empty(0, dtype=np.int64)
+    if lay.kept is not None:
+        t_first = np.full(n_t, n, dtype=np.int32 if n < 2**31 else np.int64)
+        K.first_positions(o.test_case, reverse, t_first)
     run = _Run(
         a_mu,
         a_sig,
         t_mu,
         t_sig,
-        np.empty((len(ends), n_a)),
-        np.empty((len(ends), n_a)),
-        np.empty((len(tc_ends), n_t)),
-        np.empty((len(tc_ends), n_t)),
-        np.full((levels, n_t), np.nan),
-        np.full((levels, n_t), np.nan),
+        np.empty((len(lay.ends), n_a)),
+        np.empty((len(lay.ends), n_a)),
+        np.empty((len(lay.tc_ends), recorded)),
+        np.empty((len(lay.tc_ends), recorded)),
+        t_first,
+        np.full((lay.levels, recorded), np.nan),
+        np.full((lay.levels, recorded), np.nan),
+        lay,
     )
-    t_played = np.zeros(n_t, dtype=np.int64)
+    t_played = np.zeros(n_t, dtype=np.int32)
     done = 0
-    for stop in np.unique(np.concatenate([ends, tc_ends, [n]])):
+    for stop in np.unique(np.concatenate([lay.ends, lay.tc_ends, [n]])):
         K.run_segment(
             o.agent,
             o.test_case,
@@ -230,30 +301,31 @@ def _play(
             t_mu,
             t_sig,
             t_played,
+            lay.slot,
             run.t_mu_after,
             run.t_sig_after,
         )
         if on_segment is not None:
             on_segment(done, stop, a_mu, t_mu)
         done = stop
-        for k in np.flatnonzero(ends == stop):
+        for k in np.flatnonzero(lay.ends == stop):
             run.a_mu_at[k], run.a_sig_at[k] = a_mu, a_sig
-        for k in np.flatnonzero(tc_ends == stop):
-            run.t_mu_at[k], run.t_sig_at[k] = t_mu, t_sig
+        for k in np.flatnonzero(lay.tc_ends == stop):
+            if lay.kept is None:
+                run.t_mu_kept[k], run.t_sig_kept[k] = t_mu, t_sig
+            else:
+                run.t_mu_kept[k], run.t_sig_kept[k] = t_mu[lay.kept], t_sig[lay.kept]
     return run
 
 
 ORDER_STATE_BUDGET = 128 << 20
-"""Bytes of order state (each player's rating, snapshots and history) the pool's orders may hold at once.
+"""Bytes of order state (each player's rating, snapshots and history, and its ordered copy of the matches) the
+pool's orders may hold at once.
 
-At least one order plays beside the first whatever its size; on 2 cores a benchmark of a million
-test cases (72 MB an order) then plays one, where two or more would add their state to the peak
-(issue 25). Orders give the same bits whatever the number playing at once."""
-
-
-def order_state_bytes(n_a: int, n_t: int, ends, tc_ends, levels: int) -> int:
-    """What one order in play holds: μ, σ, snapshots and history of every player, and each test case's count."""
-    return 16 * n_a * (1 + len(ends)) + n_t * (16 * (1 + len(tc_ends) + levels) + 8)
+At least one order plays beside the first whatever its size; on 2 cores a benchmark of 2 million test
+cases played once each (28 bytes a test case and 10-16 a match: ~85 MB an order) then plays one, where
+two would add their state to the peak (issue 25). Orders give the same bits whatever the number playing
+at once."""
 
 
 class _Inline:
@@ -279,7 +351,7 @@ def default_workers() -> int:
 class _FirstOrderReliability:
     """Measures reliability at each snapshot of the first order, handing the work to the pool."""
 
-    def __init__(self, o: _Ordered, ends, n_a: int, n_t: int, pool, workers: int):
+    def __init__(self, o: _Ordered, ends, n_a: int, n_t: int, pool):
         self.measurer = OrderReliability(o.agent, o.test_case, o.score, n_a)
         self.o = o
         self.ends = ends
@@ -331,14 +403,14 @@ class _SharedCopy:
         self.copy: _Ordered | None = None
         self.left = 2 if pair.with_reverse else 1
 
-    def play(self, reverse: bool, state) -> _Run:
+    def play(self, reverse: bool, layout: _Layout) -> _Run:
         with self.lock:
             if self.copy is None:
                 self.copies.acquire()
                 self.copy = _ordered(self.m, self.pair, self.score_dtype, False)
             o = self.copy
         try:
-            return _play(o, reverse, *state)
+            return _play(o, reverse, layout)
         finally:
             with self.lock:
                 self.left -= 1
@@ -393,19 +465,25 @@ class OrderMoments:
 
     def add(self, run: _Run, index: int = 0) -> None:
         """Take an order's arrays (kept, not copied, as the first order's: no caller writes to them again)."""
+        snapshots = run.test_case_snapshots()
         for mu_key, sig_key in self.PAIRS:
-            mu, sig = getattr(run, mu_key), getattr(run, sig_key)
+            mu, sig = snapshots if mu_key == "t_mu_at" else (getattr(run, mu_key), getattr(run, sig_key))
             if self.k == 0:
                 self.first[mu_key], self.first[sig_key] = mu, sig
                 continue
             if self.k == 1:  # the sums start with the second order: one order needs none of them
                 self.sum[mu_key], self.sum_sq[mu_key] = np.zeros_like(mu), np.zeros_like(mu)
-                first_sig = self.first[sig_key]
+                first_sig = self.first.pop(sig_key)  # from now on only its square is read: 8 bytes a player fewer
                 self.sig_sq[mu_key] = first_sig * first_sig
+            # one temporary at a time (a wide benchmark's snapshot rows are tens of MB each); σ is squared in
+            # place: no caller reads an added order's σ again (only its agents' μ is kept)
             x = mu - self.first[mu_key]
             self.sum[mu_key] += x
-            self.sum_sq[mu_key] += x * x
-            self.sig_sq[mu_key] += sig * sig
+            np.multiply(x, x, out=x)
+            self.sum_sq[mu_key] += x
+            del x
+            np.multiply(sig, sig, out=sig)
+            self.sig_sq[mu_key] += sig
         self.agent_mu[index] = run.a_mu
         self.k += 1
 
@@ -417,7 +495,7 @@ class OrderMoments:
 
     def drop(self, mu_key: str, sig_key: str) -> None:
         """Drop one pair's arrays once the tables have read them (a wide benchmark's test-case snapshots are
-        most of the orders' memory: 5 arrays of 8 bytes per test case and fraction)."""
+        most of the orders' memory: 4 arrays of 8 bytes per test case and fraction)."""
         for kept in (self.first, self.sum, self.sum_sq, self.sig_sq):
             kept.pop(mu_key, None)
             kept.pop(sig_key, None)
@@ -455,9 +533,7 @@ def run_orders(
     reliability measurements finish. Returns (the orders' :class:`OrderMoments`, reliability rows,
     measurer, what ``then`` returned).
     """
-    n_a, n_t = m.n_agents, m.n_test_cases
-    # a benchmark of few agents and many test cases keeps only the history levels it reaches
-    state = (ends, tc_ends, n_a, n_t, init_mu, init_sigma, history_levels(m))
+    layout = _Layout.of(m, ends, tc_ends, init_mu, init_sigma)
     score_dtype = _score_dtype(m.score)
     pool = ThreadPoolExecutor(workers) if workers > 1 else _Inline()
     try:
@@ -465,15 +541,16 @@ def run_orders(
         moments = OrderMoments()
         tasks = []
         if pairs[0].with_reverse:
-            tasks.append(lambda: _play(first, True, *state))
+            tasks.append(lambda: _play(first, True, layout))
         copies = threading.BoundedSemaphore(max(2, workers))
         for pair in pairs[1:]:
             shared = _SharedCopy(m, pair, score_dtype, copies)
-            tasks.append(lambda shared=shared: shared.play(False, state))
+            tasks.append(lambda shared=shared: shared.play(False, layout))
             if pair.with_reverse:
-                tasks.append(lambda shared=shared: shared.play(True, state))
+                tasks.append(lambda shared=shared: shared.play(True, layout))
         # players take the orders strictly in sequence, so that no finished order waits long for an earlier one
-        playing = max(1, min(workers, ORDER_STATE_BUDGET // max(1, order_state_bytes(n_a, n_t, ends, tc_ends, state[-1]))))
+        copy_bytes = len(m) * sum(np.dtype(t).itemsize for t in (first.agent.dtype, first.test_case.dtype, score_dtype))
+        playing = max(1, min(workers, ORDER_STATE_BUDGET // max(1, layout.state_bytes() + copy_bytes)))
         queue, taking = iter(enumerate(tasks, start=1)), threading.Lock()
 
         def player():
@@ -485,8 +562,11 @@ def run_orders(
                 moments.put(item[0], item[1]())
 
         futures = [pool.submit(player) for _ in range(playing)]
-        rel = _FirstOrderReliability(first, ends, n_a, n_t, pool, workers) if with_reliability else None
-        first_run = _play(first, False, *state, on_segment=rel)
+        # where memory holds the players back, the first order's reliability is measured as it plays, on this
+        # thread (which would otherwise wait for the players): no measurement queues copies of the ratings
+        measuring = pool if playing == workers else _Inline()
+        rel = _FirstOrderReliability(first, ends, m.n_agents, m.n_test_cases, measuring) if with_reliability else None
+        first_run = _play(first, False, layout, on_segment=rel)
         for future in futures:
             future.result()
         moments.add(first_run)

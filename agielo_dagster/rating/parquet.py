@@ -2,8 +2,8 @@
 
 A benchmark of 10⁸ matches (the Open LLM Leaderboard: 4,500 agents × 22,000 test cases)
 is read one row group at a time, straight into preallocated arrays: int32 codes for the
-ids (each row group's dictionary is mapped once onto the ids seen so far; only distinct ids
-become Python strings) and float64 metric and score. Only those arrays stay in memory, about
+ids (each row group's dictionary codes, renumbered once the distinct ids are found and sorted in
+Arrow; only distinct ids become Python strings) and float64 metric and score. Only those arrays stay in memory, about
 20 bytes a match (12 when the metric equals the score).
 """
 
@@ -87,11 +87,17 @@ def _row_groups(sources: list[str], filesystem: Any) -> Iterator[Any]:
 
 
 class _Ids:
-    """Codes in order of first appearance, for ids arriving as one Arrow dictionary (or string) chunk at a time."""
+    """Codes for ids arriving as one Arrow dictionary (or string) chunk at a time, numbered by the sorted ids at the end.
+
+    Each chunk's codes are its own dictionary's until :meth:`sorted` finds the distinct ids and sorts them
+    in Arrow (UTF-8 byte order, which is the code-point order of Python's ``sorted``), then renumbers each
+    chunk through its dictionary's place among them: no Python string but one per distinct id, no dict of
+    them (on a wide benchmark of 2 million test cases the dict and its strings were ~450 MB, issue 25).
+    """
 
     def __init__(self, name: str):
         self.name = name
-        self.code: dict[str, int] = {}
+        self.chunks: list[tuple[int, int, Any]] = []  # (first row, rows, the chunk's dictionary)
 
     def encode(self, chunk: Any, out: np.ndarray, offset: int, what: str) -> None:
         import pyarrow as pa
@@ -106,23 +112,24 @@ class _Ids:
             if not (pa.types.is_string(chunk.type) or pa.types.is_large_string(chunk.type)):
                 chunk = chunk.cast(pa.large_string())
             chunk = pc.dictionary_encode(chunk)
-        dictionary = chunk.dictionary
-        if not (pa.types.is_string(dictionary.type) or pa.types.is_large_string(dictionary.type)):
-            dictionary = dictionary.cast(pa.large_string())
-        values = dictionary.to_pylist()
-        mapping = np.empty(len(values), dtype=np.int32)
-        for k, v in enumerate(values):  # once per distinct id of the chunk, not per match
-            mapping[k] = self.code.setdefault(v, len(self.code))
-        out[offset : offset + len(chunk)] = mapping[chunk.indices.to_numpy(zero_copy_only=False)]
+        out[offset : offset + len(chunk)] = chunk.indices.to_numpy(zero_copy_only=False)
+        self.chunks.append((offset, len(chunk), chunk.dictionary.cast(pa.large_string())))
 
     def sorted(self, codes: np.ndarray) -> np.ndarray:
         """Renumber ``codes`` (in place) so that they follow the sorted ids; returns the ids."""
-        ids = np.array(list(self.code), dtype=object)
-        order = np.argsort(ids, kind="stable")
-        rank = np.empty(len(ids), dtype=np.int32)
-        rank[order] = np.arange(len(ids), dtype=np.int32)
-        codes[:] = remap(codes, rank)
-        return ids[order]
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if not self.chunks:
+            return np.array([], dtype=object)
+        distinct = pc.unique(pa.chunked_array([d for _, _, d in self.chunks], type=pa.large_string()))
+        ids = distinct.take(pc.sort_indices(distinct))
+        del distinct
+        for offset, rows, dictionary in self.chunks:
+            place = pc.index_in(dictionary, value_set=ids).to_numpy(zero_copy_only=False).astype(np.int32)
+            codes[offset : offset + rows] = remap(codes[offset : offset + rows], place)
+        self.chunks.clear()
+        return ids.to_numpy(zero_copy_only=False)
 
 
 def _floats(chunk: Any, name: str, out: np.ndarray, offset: int, what: str) -> None:

@@ -54,7 +54,9 @@ def test_orders_playing_one_at_a_time_for_memory_do_not_change_a_single_bit(smal
     from agielo_dagster.rating import orders
 
     many = rate(small, seed=5, orders=6, workers=4)
-    assert orders.order_state_bytes(1, 10**6, [1] * 100, [1, 2, 3], 0) > orders.ORDER_STATE_BUDGET // 2
+    # 2 million test cases played once each: one order's state alone is most of the budget
+    wide = orders._Layout(np.ones(100), np.ones(3), 1, 2 * 10**6, 1500.0, 350.0, 0, np.full(2 * 10**6, -1), np.empty(0))
+    assert wide.state_bytes() > orders.ORDER_STATE_BUDGET // 3
     monkeypatch.setattr(orders, "ORDER_STATE_BUDGET", 1)
     one = rate(small, seed=5, orders=6, workers=4)
     for name in ("agents", "test_cases", "snapshots", "reliability"):
@@ -103,3 +105,25 @@ def test_antithetic_pairs_are_less_noisy_than_independent_orders(demo_breast_can
     i, j = np.triu_indices(m.n_agents, 1)
     spread = lambda x: np.std(x[:, i] - x[:, j], axis=0, ddof=1).mean()  # noqa: E731
     assert spread(pairs) < 0.85 * spread(independent)
+
+
+def test_a_test_case_of_one_match_is_at_its_start_before_it_and_at_its_final_rating_after():
+    # the orders record snapshots only for test cases of two or more matches; the others' are read back from
+    # their final rating and their match's place in the order (issue 25): here, row order, one order
+    rng = np.random.default_rng(4)
+    rows = [("solo", f"t{t}") for t in range(60)] + [("pair", f"t{t}") for t in range(0, 60, 6)]
+    matches = pd.DataFrame(rows, columns=["agent_id", "test_case_id"]).assign(score=rng.integers(0, 2, len(rows)) * 1.0)
+    matches["metric"] = matches["score"]
+    result = rate(matches, orders=1, shuffle=False, refine=False, test_case_snapshot_fractions=(0.1, 0.25, 0.5, 1.0))
+    final = result.test_cases.set_index("test_case_id")
+    shots = result.snapshots[result.snapshots["kind"] == "test_case"]
+    for fraction, ends in zip(
+        (0.1, 0.25, 0.5), np.floor(np.array([0.1, 0.25, 0.5]) * (len(rows) - 1)).astype(int) + 1, strict=True
+    ):
+        at = shots[shots["fraction"] == fraction].set_index("id")
+        for row in range(60):
+            case = f"t{row}"
+            if row % 6 == 0:
+                continue  # two matches: recorded as it played
+            expected = (final.loc[case, "mu"], final.loc[case, "sigma"]) if row < ends else (1500.0, 350.0)
+            assert (at.loc[case, "mu"], at.loc[case, "sigma"]) == expected, (fraction, case)

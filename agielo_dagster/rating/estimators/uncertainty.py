@@ -34,9 +34,11 @@ def _agielo_ratings(m: Matches, seed: int) -> tuple[np.ndarray, np.ndarray]:
     o = m.reordered(order)
     a_mu, a_sig = np.full(len(m.agent_ids), 1500.0), np.full(len(m.agent_ids), 350.0)
     t_mu, t_sig = np.full(len(m.test_case_ids), 1500.0), np.full(len(m.test_case_ids), 350.0)
-    no_history = np.empty((0, len(t_mu)))
+    no_history, no_slot = np.empty((0, 0)), np.empty(0, dtype=np.int32)
     played = np.zeros(len(t_mu), dtype=np.int64)
-    run_segment(o.agent, o.test_case, o.score, 0, len(o), False, a_mu, a_sig, t_mu, t_sig, played, no_history, no_history)
+    run_segment(
+        o.agent, o.test_case, o.score, 0, len(o), False, a_mu, a_sig, t_mu, t_sig, played, no_slot, no_history, no_history
+    )
     return a_mu, t_mu
 
 
