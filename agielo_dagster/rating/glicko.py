@@ -54,6 +54,7 @@ from .settings import (
     DEFAULT_SNAPSHOT_FRACTIONS,
     DEFAULT_TEST_CASE_SNAPSHOT_FRACTIONS,
     RatingSettings,
+    accepts_old_orders,
 )
 
 __all__ = [
@@ -194,6 +195,7 @@ class RatingResult:
         return table.set_index(f"{kind}_id")["component"]
 
 
+@accepts_old_orders
 def rate(
     matches: Table,
     *,
@@ -208,7 +210,6 @@ def rate(
     level: float = DEFAULT_LEVEL,
     workers: int | None = None,
     refine: bool | None = None,
-    shuffles: int | None = None,
 ) -> RatingResult:
     """Rate every test case and agent of a match table with sequential Glicko-1, over several match orders.
 
@@ -231,7 +232,8 @@ def rate(
         Shares after which test-case ratings are recorded (fewer: there are many test cases).
     orders : int
         Orders to average (``DEFAULT_ORDERS`` = 16: eight antithetic pairs). ``orders=1`` is
-        the AGI-Elo paper's single order, as in earlier versions of this engine.
+        the AGI-Elo paper's single order, as in earlier versions of this engine. ``shuffles``, its
+        earlier name, is still read, with a :class:`DeprecationWarning`.
     with_reliability : bool
         Compute the reliability table during the first order's pass (see
         :func:`~agielo_dagster.rating.reliability`).
@@ -249,9 +251,6 @@ def rate(
         to refine it too). Skipped, with a :class:`~agielo_dagster.rating.refine.RefinementSkippedWarning`,
         above ``refine.MAX_AGENTS`` agents or ``refine.MAX_PAIRS`` agent pairs sharing a test case.
 
-    shuffles : int
-        The earlier name of ``orders``: still read, with a :class:`DeprecationWarning`.
-
     Returns
     -------
     RatingResult
@@ -266,8 +265,6 @@ def rate(
     in about 23 s and 3.2 GiB, 16 in about 85 s and 4.8 GiB. See ``benchmarks/rate_1m.py``
     and ``benchmarks/rate_100m.py``.
     """
-    # the old keyword alone (orders left at its default) is the old call; both given must agree
-    given_orders = {} if shuffles is not None and orders == DEFAULT_ORDERS else {"orders": orders}
     settings = RatingSettings.of(
         seed=seed,
         shuffle=shuffle,
@@ -275,12 +272,11 @@ def rate(
         init_sigma=init_sigma,
         snapshot_fractions=snapshot_fractions,
         test_case_snapshot_fractions=test_case_snapshot_fractions,
-        **given_orders,
+        orders=orders,
         with_reliability=with_reliability,
         level=level,
         workers=workers,
         refine=refine,
-        shuffles=shuffles,
     )
     return rate_encoded(encode_matches(matches), settings)
 

@@ -11,7 +11,7 @@ them. The predictions are scored against what happened:
 
 Methods, all fitted on the same training folds:
 
-- ``agielo``: the ratings of :func:`~agielo_dagster.rating.rate` (the mean of ``shuffles``
+- ``agielo``: the ratings of :func:`~agielo_dagster.rating.rate` (the mean of ``orders``
   orders), p = 1/(1 + 10^(−(R_a − R_t)/400)), the paper's prediction;
 - ``agielo_sigma``: the same ratings with their deviations, p = 1/(1 + 10^(−g(σ)(R_a − R_t)/400)),
   σ = √(σ_a² + σ_t²) (Glicko's predictive formula);
@@ -45,6 +45,7 @@ from .frames import Matches, Table, encode_matches, to_flavour, to_pandas
 from .glicko import DEFAULT_ORDERS, final_ratings
 from .predict import combined_sigma, expected_score, link_from_diffs
 from .scoring import Scoring, identity
+from .settings import accepts_old_orders
 
 __all__ = [
     "HELDOUT_COLUMNS",
@@ -102,12 +103,13 @@ def heldout_folds(n_matches: int, folds: int, seed: int | None) -> np.ndarray:
     return np.random.default_rng(seed).permutation(n_matches) % folds
 
 
+@accepts_old_orders
 def heldout_predictions(
     m: Matches,
     fold: np.ndarray,
     *,
     seed: int | None = 0,
-    shuffles: int = DEFAULT_ORDERS,
+    orders: int = DEFAULT_ORDERS,
     shuffle: bool = True,
     ridge: float = 0.01,
     workers: int | None = None,
@@ -120,7 +122,7 @@ def heldout_predictions(
         test = fold == f
         train = m.subset(~test)
         a, t = m.agent[test], m.test_case[test]
-        a_mu, a_sig, t_mu, t_sig = final_ratings(train, seed=seed, shuffles=shuffles, shuffle=shuffle, workers=workers)
+        a_mu, a_sig, t_mu, t_sig = final_ratings(train, seed=seed, orders=orders, shuffle=shuffle, workers=workers)
         out["agielo"][test] = expected_score(a_mu[a], t_mu[t])
         out["agielo_sigma"][test] = expected_score(a_mu[a], t_mu[t], sigma=combined_sigma(a_sig[a], t_sig[t]))
         if not binary:
@@ -141,13 +143,14 @@ def heldout_predictions(
     return out
 
 
+@accepts_old_orders
 def heldout_check(
     matches: Table,
     *,
     folds: int = 5,
     seed: int | None = 0,
     scoring: Scoring | None = None,
-    shuffles: int = DEFAULT_ORDERS,
+    orders: int = DEFAULT_ORDERS,
     shuffle: bool = True,
     ridge: float = 0.01,
     workers: int | None = None,
@@ -164,7 +167,7 @@ def heldout_check(
         Seed of the split and of the match orders.
     scoring : Scoring
         The benchmark's scoring, to express predictions in metric units (identity by default).
-    shuffles, shuffle : int, bool
+    orders, shuffle : int, bool
         Match orders of the AGI-Elo fit, as in :func:`~agielo_dagster.rating.rate`.
     ridge : float
         Ridge penalty of the Rasch fit.
@@ -183,15 +186,15 @@ def heldout_check(
 
     Notes
     -----
-    Costs ``folds`` AGI-Elo fits of ``shuffles`` orders (no snapshots, no reliability),
+    Costs ``folds`` AGI-Elo fits of ``orders`` match orders (no snapshots, no reliability),
     ``folds`` Rasch and additive fits and, on graded scores, ``folds`` isotonic links, on
     (folds − 1)/folds of the matches: for 1,000,000 matches about 4.5 s of CPU on binary scores
-    and 6 s on graded ones (the links add about 2 s), about 4 ``rate`` calls; ``shuffles=4``
+    and 6 s on graded ones (the links add about 2 s), about 4 ``rate`` calls; ``orders=4``
     roughly halves the rating part.
     """
     m = encode_matches(matches)
     fold = heldout_folds(len(m), folds, seed)
-    predictions = heldout_predictions(m, fold, seed=seed, shuffles=shuffles, shuffle=shuffle, ridge=ridge, workers=workers)
+    predictions = heldout_predictions(m, fold, seed=seed, orders=orders, shuffle=shuffle, ridge=ridge, workers=workers)
     binary = bool(np.all((m.score == 0.0) | (m.score == 1.0)))
     f = scoring or identity()
     losses = {}  # method -> measure -> loss of every match

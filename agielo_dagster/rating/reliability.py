@@ -196,7 +196,7 @@ def calibration_twins(matches: Table, result: Any, *, twins: int = DEFAULT_TWINS
         ta_mu, _, tt_mu, tt_sig = final_ratings(
             twin,
             seed=settings["seed"],
-            shuffles=settings["orders"],
+            orders=settings["orders"],
             shuffle=settings["shuffle"],
             init_mu=settings["init_mu"],
             init_sigma=settings["init_sigma"],

@@ -214,7 +214,7 @@ def place_sequentially(
         Share of the sample allocated in proportion to the strata's sizes (``stratified``) or of the
         draw probability spread uniformly (``importance``), in (0, 1]: bounds every weight.
     **place_options
-        Passed to :func:`place_on_subset` (``shuffles``, ``init_mu``, ``init_sigma``).
+        Passed to :func:`place_on_subset` (``orders``, ``init_mu``, ``init_sigma``).
 
     Returns
     -------

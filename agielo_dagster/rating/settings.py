@@ -2,16 +2,18 @@
 
 :func:`~agielo_dagster.rating.glicko.rate` builds one from its keyword arguments; the pipeline builds one
 and hands it to :func:`~agielo_dagster.rating.parquet.rate_parquet`. ``orders`` is the number of match
-orders averaged; ``shuffles``, its earlier name, is still read, with a :class:`DeprecationWarning`.
+orders averaged; ``shuffles``, its earlier name, is still read, with a :class:`DeprecationWarning`, here
+and by every engine function taking ``orders`` (:func:`accepts_old_orders`, through :func:`take_old_orders`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
 
@@ -25,6 +27,8 @@ __all__ = [
     "DEFAULT_SNAPSHOT_FRACTIONS",
     "DEFAULT_TEST_CASE_SNAPSHOT_FRACTIONS",
     "RatingSettings",
+    "accepts_old_orders",
+    "take_old_orders",
 ]
 
 DEFAULT_SNAPSHOT_FRACTIONS: tuple[float, ...] = tuple(round(k / 100, 2) for k in range(1, 101))
@@ -44,6 +48,36 @@ def check_fractions(fractions: Iterable[float], name: str) -> np.ndarray:
     if not (np.all(f > 0) and np.all(f <= 1) and np.all(np.diff(f) > 0)):
         raise ValueError(f"{name} must increase strictly within (0, 1], got {f.tolist()}")
     return f
+
+
+def take_old_orders(given: dict[str, Any], *, stacklevel: int = 3) -> None:
+    """Read ``shuffles``, the earlier name of ``orders``, as ``orders`` in ``given`` (in place), with a warning.
+
+    The one place the old name is read: :meth:`RatingSettings.of`, :func:`accepts_old_orders` and the
+    pipeline's configs call it. Both names given must agree (``orders=None`` counts as not given).
+    """
+    shuffles = given.pop("shuffles", None)
+    if shuffles is None:
+        return
+    warnings.warn("the setting 'shuffles' is now 'orders'", DeprecationWarning, stacklevel=stacklevel)
+    if given.get("orders") not in (None, shuffles):
+        raise TypeError(f"orders={given['orders']!r} and shuffles={shuffles!r} disagree: give orders only")
+    given["orders"] = shuffles
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def accepts_old_orders(func: Callable[_P, _R]) -> Callable[_P, _R]:
+    """``func``, which takes ``orders``, still called with ``shuffles=`` (its earlier name), with a warning."""
+
+    @functools.wraps(func)
+    def calling(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        take_old_orders(kwargs, stacklevel=3)
+        return func(*args, **kwargs)
+
+    return calling
 
 
 def _is_int(value: Any) -> bool:
@@ -88,13 +122,7 @@ class RatingSettings:
     def of(cls, settings: Mapping[str, Any] | None = None, /, **kwargs: Any) -> RatingSettings:
         """From keyword arguments or a mapping (a result's ``settings``); ``shuffles`` is read as ``orders``, with a warning."""
         given = {**(settings or {}), **kwargs}
-        if "shuffles" in given:
-            shuffles = given.pop("shuffles")
-            if shuffles is not None:
-                warnings.warn("the setting 'shuffles' is now 'orders'", DeprecationWarning, stacklevel=3)
-                if given.get("orders", shuffles) != shuffles:
-                    raise TypeError(f"orders={given['orders']!r} and shuffles={shuffles!r} disagree: give orders only")
-                given["orders"] = shuffles
+        take_old_orders(given, stacklevel=4)
         unknown = set(given) - {f.name for f in dataclasses.fields(cls)}
         if unknown:
             raise TypeError(f"unknown rating setting(s) {', '.join(sorted(unknown))}")

@@ -22,7 +22,7 @@ from agielo_dagster.rating.frames import encode_matches
 def _study(sd, share, outcome, replications, **rate_kwargs):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        reps = [replicate(sd, share, outcome, 1000 * r + 7, shuffles=4, **rate_kwargs) for r in range(replications)]
+        reps = [replicate(sd, share, outcome, 1000 * r + 7, orders=4, **rate_kwargs) for r in range(replications)]
     return dict(
         cover=np.concatenate([r.covered for r in reps]).mean(),
         extremes=np.concatenate([r.covered[r.extreme] for r in reps]).mean(),

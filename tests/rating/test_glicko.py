@@ -111,7 +111,7 @@ def test_row_order_does_not_change_the_shuffled_result_ids():
     assert list(rate(shuffled_rows).agents["agent_id"]) == ["m1", "m2", "m3"]
 
 
-def test_several_shuffles_report_mean_and_spread():
+def test_several_orders_report_mean_and_spread():
     rng = np.random.default_rng(5)
     from agielo_dagster.rating import simulate_matches
 
@@ -123,14 +123,14 @@ def test_several_shuffles_report_mean_and_spread():
     # the first of K orders is the single order drawn from the same seed
     from agielo_dagster.rating.glicko import match_orders
 
-    first_of_four = match_orders(len(matches), seed=11, shuffle=True, shuffles=4)[0]
+    first_of_four = match_orders(len(matches), seed=11, shuffle=True, orders=4)[0]
     (only,) = match_orders(len(matches), seed=11, shuffle=True)
     np.testing.assert_array_equal(first_of_four, only)
     # the mean over orders lies within the spread of single orders
     per_order = np.array(
         [
             rate(matches.iloc[o].reset_index(drop=True), shuffle=False, orders=1).agents["mu"]
-            for o in match_orders(len(matches), seed=11, shuffle=True, shuffles=4)
+            for o in match_orders(len(matches), seed=11, shuffle=True, orders=4)
         ]
     )
     np.testing.assert_allclose(multi.agents["mu"], per_order.mean(axis=0), atol=1e-9)
@@ -139,7 +139,7 @@ def test_several_shuffles_report_mean_and_spread():
     per_order_sigma = np.array(
         [
             rate(matches.iloc[o].reset_index(drop=True), shuffle=False, orders=1).agents["sigma"]
-            for o in match_orders(len(matches), seed=11, shuffle=True, shuffles=4)
+            for o in match_orders(len(matches), seed=11, shuffle=True, orders=4)
         ]
     )
     np.testing.assert_allclose(
@@ -225,7 +225,7 @@ def test_rating_moves_with_the_paper_q_squared_denominator():
 
 
 def test_one_order_reproduces_the_previous_engine_bit_for_bit():
-    """``shuffles=1`` is the paper's single order as earlier versions computed it: these are their numbers, exactly."""
+    """``orders=1`` is the paper's single order as earlier versions computed it: these are their numbers, exactly."""
     from agielo_dagster.rating import simulate_matches
 
     rng = np.random.default_rng(2024)

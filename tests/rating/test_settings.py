@@ -1,6 +1,9 @@
 """One typed settings object: ``orders`` its one name for the match orders, checked once, naming the bad setting."""
 
 import dataclasses
+import importlib
+import inspect
+import pkgutil
 
 import numpy as np
 import pandas as pd
@@ -25,6 +28,34 @@ def test_the_old_name_shuffles_warns_and_rates_the_same(small):
     assert old.settings == new.settings and new.settings["orders"] == 2
     with pytest.raises(TypeError, match="disagree"), pytest.deprecated_call():
         rate(small, orders=4, shuffles=2)
+
+
+def test_every_engine_function_taking_orders_still_reads_shuffles(small):
+    """One decorator carries the old keyword for every public engine function with ``orders``, bit for bit."""
+    import agielo_dagster.rating as engine
+    from agielo_dagster.rating.orders import final_ratings, match_orders
+
+    taking_orders = {}
+    for info in pkgutil.walk_packages(engine.__path__, f"{engine.__name__}."):
+        for name, f in vars(importlib.import_module(info.name)).items():
+            if inspect.isfunction(f) and not name.startswith("_") and "orders" in inspect.signature(f).parameters:
+                taking_orders[f"{f.__module__}.{name}"] = f
+    assert len(taking_orders) >= 10
+    bare = sorted(name for name, f in taking_orders.items() if not hasattr(f, "__wrapped__"))
+    assert bare == [], f"decorate with @accepts_old_orders: {bare}"
+    with pytest.deprecated_call(match="'shuffles' is now 'orders'"):
+        old = match_orders(500, seed=4, shuffle=True, shuffles=3)
+    for a, b in zip(old, match_orders(500, seed=4, shuffle=True, orders=3), strict=True):
+        np.testing.assert_array_equal(a, b)
+    from agielo_dagster.rating.frames import encode_matches
+
+    m = encode_matches(small)
+    with pytest.deprecated_call():
+        old = final_ratings(m, seed=4, shuffles=2, workers=1)
+    for a, b in zip(old, final_ratings(m, seed=4, orders=2, workers=1), strict=True):
+        np.testing.assert_array_equal(a, b)
+    with pytest.raises(TypeError, match="disagree"), pytest.deprecated_call():
+        match_orders(10, seed=1, shuffle=True, orders=2, shuffles=3)
 
 
 def test_a_result_reproduces_from_its_settings(small):
