@@ -33,11 +33,10 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
-from .frames import Matches, MatchTableError, Table, encode_matches
+from .frames import Matches, MatchTableError, Plain, Table, encode_matches
 from .settings import accepts_old_orders
 
 __all__ = ["Fragility", "fragility_of_first"]
@@ -81,7 +80,7 @@ class Fragility:
     test_cases: int
     re_ratings: int
 
-    def as_metadata(self) -> dict[str, Any]:
+    def as_metadata(self) -> dict[str, Plain]:
         """Plain values for asset metadata: ``fragility_of_first`` (None: nothing found) and its companions."""
         return {
             "fragility_of_first": None if self.removals is None else int(self.removals),

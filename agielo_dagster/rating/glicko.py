@@ -24,9 +24,8 @@ been played). ``orders=1`` is the paper's single order, unchanged.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -54,6 +53,7 @@ from .settings import (
     DEFAULT_SNAPSHOT_FRACTIONS,
     DEFAULT_TEST_CASE_SNAPSHOT_FRACTIONS,
     RatingSettings,
+    Setting,
     accepts_old_orders,
 )
 
@@ -203,8 +203,8 @@ def rate(
     shuffle: bool = True,
     init_mu: float = 1500.0,
     init_sigma: float = 350.0,
-    snapshot_fractions: Any = DEFAULT_SNAPSHOT_FRACTIONS,
-    test_case_snapshot_fractions: Any = DEFAULT_TEST_CASE_SNAPSHOT_FRACTIONS,
+    snapshot_fractions: Iterable[float] = DEFAULT_SNAPSHOT_FRACTIONS,
+    test_case_snapshot_fractions: Iterable[float] = DEFAULT_TEST_CASE_SNAPSHOT_FRACTIONS,
     orders: int = DEFAULT_ORDERS,
     with_reliability: bool = True,
     level: float = DEFAULT_LEVEL,
@@ -281,7 +281,7 @@ def rate(
     return rate_encoded(encode_matches(matches), settings)
 
 
-def rate_encoded(m: Matches, settings: RatingSettings | Mapping[str, Any], *, warn: bool = True) -> RatingResult:
+def rate_encoded(m: Matches, settings: RatingSettings | Mapping[str, Setting], *, warn: bool = True) -> RatingResult:
     """:func:`rate` on an already encoded match table, with ``settings`` its keyword arguments (or a mapping of them)."""
     if not isinstance(settings, RatingSettings):
         settings = RatingSettings.of(settings)

@@ -35,13 +35,11 @@ on graded ones (the logistic link misses their level there: docs/engine.md, "The
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pandas as pd
 
 from .estimators.rasch import _joint_ml
-from .frames import Matches, Table, encode_matches, to_flavour, to_pandas
+from .frames import Matches, Plain, Table, encode_matches, to_flavour, to_pandas
 from .glicko import DEFAULT_ORDERS, final_ratings
 from .predict import combined_sigma, expected_score, link_from_diffs
 from .scoring import Scoring, identity
@@ -228,7 +226,7 @@ def heldout_check(
     return to_flavour(pd.DataFrame(rows, columns=list(HELDOUT_COLUMNS)), m.flavour)
 
 
-def heldout_summary(table: Any) -> dict[str, Any]:
+def heldout_summary(table: Table) -> dict[str, Plain]:
     """The headline of a :func:`heldout_check` table: the default prediction against the baselines.
 
     Returns
@@ -244,7 +242,7 @@ def heldout_summary(table: Any) -> dict[str, Any]:
     measure = "log_loss" if (frame["measure"] == "log_loss").any() else "mae"
     values = frame[frame["measure"] == measure].set_index("method")["value"]
     default = default_method(measure == "log_loss")
-    out: dict[str, Any] = {"measure": measure, "default_method": default, "default": float(values[default])}
+    out: dict[str, Plain] = {"measure": measure, "default_method": default, "default": float(values[default])}
     for baseline in ("test_case_mean", "additive", "rasch"):
         out[baseline] = float(values[baseline])
         out[f"default_vs_{baseline}_pct"] = round(float(100.0 * (values[default] / values[baseline] - 1.0)), 2)

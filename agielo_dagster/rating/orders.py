@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from . import _kernels as K
 from .checks import check_start
@@ -22,7 +23,7 @@ from .order_reliability import OrderReliability
 from .settings import accepts_old_orders
 
 
-def snapshot_ends(fractions: Any, n_matches: int) -> np.ndarray:
+def snapshot_ends(fractions: ArrayLike, n_matches: int) -> np.ndarray:
     """How many matches have been played at each snapshot fraction.
 
     Follows the authors' milestones: the state after match ``int(f·(n − 1))``

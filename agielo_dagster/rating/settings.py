@@ -13,7 +13,7 @@ import functools
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeAlias, TypeVar
 
 import numpy as np
 
@@ -27,6 +27,7 @@ __all__ = [
     "DEFAULT_SNAPSHOT_FRACTIONS",
     "DEFAULT_TEST_CASE_SNAPSHOT_FRACTIONS",
     "RatingSettings",
+    "Setting",
     "accepts_old_orders",
     "take_old_orders",
 ]
@@ -39,6 +40,8 @@ DEFAULT_ORDERS = 16
 see docs/engine.md, "Order-robust ratings"."""
 DEFAULT_SHUFFLES = DEFAULT_ORDERS  # the earlier name, kept for imports
 DEFAULT_LEVEL = 0.95
+Setting: TypeAlias = "int | float | bool | Iterable[float] | None"
+"""The value of one rating setting, as :meth:`RatingSettings.of` reads it (fractions as any sequence)."""
 
 
 def check_fractions(fractions: Iterable[float], name: str) -> np.ndarray:
@@ -50,7 +53,7 @@ def check_fractions(fractions: Iterable[float], name: str) -> np.ndarray:
     return f
 
 
-def take_old_orders(given: dict[str, Any], *, stacklevel: int = 3) -> None:
+def take_old_orders(given: dict[str, Setting], *, stacklevel: int = 3) -> None:
     """Read ``shuffles``, the earlier name of ``orders``, as ``orders`` in ``given`` (in place), with a warning.
 
     The one place the old name is read: :meth:`RatingSettings.of`, :func:`accepts_old_orders` and the
@@ -119,7 +122,7 @@ class RatingSettings:
             raise ValueError(f"seed must be an integer or None, got {self.seed!r}")
 
     @classmethod
-    def of(cls, settings: Mapping[str, Any] | None = None, /, **kwargs: Any) -> RatingSettings:
+    def of(cls, settings: Mapping[str, Setting] | None = None, /, **kwargs: Setting) -> RatingSettings:
         """From keyword arguments or a mapping (a result's ``settings``); ``shuffles`` is read as ``orders``, with a warning."""
         given = {**(settings or {}), **kwargs}
         take_old_orders(given, stacklevel=4)
@@ -133,7 +136,7 @@ class RatingSettings:
         """Whether the joint refinement replaces the Glicko ratings: ``refine``, by default unless a single order."""
         return self.orders != 1 if self.refine is None else bool(self.refine)
 
-    def reproducing(self) -> dict[str, Any]:
+    def reproducing(self) -> dict[str, Setting]:
         """The settings a result carries, to reproduce it: fractions as tuples, ``refine`` resolved."""
         return dict(
             seed=self.seed,

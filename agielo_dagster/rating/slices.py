@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -53,7 +54,7 @@ def _is_list(value: Any) -> bool:
     return isinstance(value, (list, tuple, np.ndarray))
 
 
-def slice_test_cases(tags: Any, *, known: Any = None) -> pd.DataFrame:
+def slice_test_cases(tags: Table, *, known: Iterable[str] | None = None) -> pd.DataFrame:
     """Every (tag, value, test case) of a tag table: one row per test case and value, multi-valued tags exploded.
 
     ``tags`` has ``test_case_id`` and one column per tag (text, or lists of text for a
@@ -98,7 +99,7 @@ def _missing(value: Any) -> bool:
 def slice_ratings(
     matches: Table,
     test_cases: Table,
-    tags: Any,
+    tags: Table,
     *,
     min_test_cases: int = 20,
     level: float = 0.9,
@@ -192,7 +193,7 @@ def _weighted_wins(table: np.ndarray, present: np.ndarray, weights: np.ndarray) 
 
 
 def query_ranking(
-    selected_matches: Any,
+    selected_matches: Table,
     *,
     alpha: float = 0.1,
     resamples: int = 200,

@@ -4,7 +4,7 @@ the joint rating's scale by :func:`joint_scale`) and :func:`place_provisional_ag
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
@@ -128,7 +128,7 @@ def place_on_subset(
     seed: int | None = 42,
     init_mu: float = 1500.0,
     init_sigma: float = 350.0,
-    design: Any = None,
+    design: Mapping[str, float] | pd.Series | None = None,
 ) -> Table:
     """Place new agents from any chosen subset of the test cases (an adaptive one too), where a joint re-rating would put them.
 
@@ -230,7 +230,7 @@ SCALE_TEST_CASES = 20_000
 about an Elo, and its cost then stays the same however wide the benchmark is."""
 
 
-def _positions(test_cases: Any, ids: np.ndarray) -> np.ndarray:
+def _positions(test_cases: Table, ids: np.ndarray) -> np.ndarray:
     """Row of each id (strings) in the test-case table; -1 where it has none. A pyarrow table is never converted."""
     if flavour_of(test_cases) == "arrow":
         import pyarrow as pa
@@ -243,7 +243,7 @@ def _positions(test_cases: Any, ids: np.ndarray) -> np.ndarray:
     return pd.Index(ids_of(tc, "test_case_id", "test-case table").astype(str)).get_indexer(pd.Index(ids)).astype(np.int64)
 
 
-def _rows(test_cases: Any, positions: np.ndarray) -> pd.DataFrame:
+def _rows(test_cases: Table, positions: np.ndarray) -> pd.DataFrame:
     """These rows of the test-case table (every column), as pandas: only they are converted."""
     if flavour_of(test_cases) == "arrow":
         return test_cases.take(positions).to_pandas()
