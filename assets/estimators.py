@@ -25,10 +25,10 @@ class UncertaintyConfig(dg.Config):
 
 def _orders_of(config: UncertaintyConfig) -> int:
     """``orders``, or ``shuffles`` (its earlier name, which wins as before) with the engine's one warning."""
-    from agielo_dagster.rating.settings import take_old_orders  # here: the engine loads numba
+    from agielo_dagster.rating.settings import take_old_names  # here: the engine loads numba
 
     given = {"shuffles": config.shuffles}
-    take_old_orders(given)
+    take_old_names(given)
     return given.get("orders", config.orders)
 
 

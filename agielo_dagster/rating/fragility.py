@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .frames import Matches, MatchTableError, Plain, Table, encode_matches
-from .settings import accepts_old_orders
+from .settings import accepts_old_names
 
 __all__ = ["Fragility", "fragility_of_first"]
 
@@ -93,7 +93,7 @@ class Fragility:
         }
 
 
-@accepts_old_orders
+@accepts_old_names
 def fragility_of_first(
     matches: Table,
     *,

@@ -54,7 +54,7 @@ from .settings import (
     DEFAULT_TEST_CASE_SNAPSHOT_FRACTIONS,
     RatingSettings,
     Setting,
-    accepts_old_orders,
+    accepts_old_names,
 )
 
 __all__ = [
@@ -195,12 +195,12 @@ class RatingResult:
         return table.set_index(f"{kind}_id")["component"]
 
 
-@accepts_old_orders
+@accepts_old_names
 def rate(
     matches: Table,
     *,
     seed: int | None = 42,
-    shuffle: bool = True,
+    row_order: bool = False,
     init_mu: float = 1500.0,
     init_sigma: float = 350.0,
     snapshot_fractions: Iterable[float] = DEFAULT_SNAPSHOT_FRACTIONS,
@@ -221,8 +221,10 @@ def rate(
     seed : int
         Seed of the match orders; the same seed gives bit-identical results, whatever
         ``workers`` is.
-    shuffle : bool
-        ``False`` processes the matches in row order (then ``orders`` must be 1).
+    row_order : bool
+        ``True`` processes the matches in the table's row order (then ``orders`` must be 1);
+        ``shuffle``, its earlier name (``shuffle=False`` is ``row_order=True``), is still read,
+        with a :class:`DeprecationWarning`.
     init_mu, init_sigma : float
         Every player's starting rating: ``init_mu`` within ±10,000, ``init_sigma`` in (0, 1000]
         (:func:`~agielo_dagster.rating.checks.check_start`).
@@ -267,7 +269,7 @@ def rate(
     """
     settings = RatingSettings.of(
         seed=seed,
-        shuffle=shuffle,
+        row_order=row_order,
         init_mu=init_mu,
         init_sigma=init_sigma,
         snapshot_fractions=snapshot_fractions,
@@ -285,12 +287,12 @@ def rate_encoded(m: Matches, settings: RatingSettings | Mapping[str, Setting], *
     """:func:`rate` on an already encoded match table, with ``settings`` its keyword arguments (or a mapping of them)."""
     if not isinstance(settings, RatingSettings):
         settings = RatingSettings.of(settings)
-    seed, shuffle, level = settings.seed, settings.shuffle, settings.level
+    seed, row_order, level = settings.seed, settings.row_order, settings.level
     init_mu, init_sigma, workers = settings.init_mu, settings.init_sigma, settings.workers
     with_reliability, refine = settings.with_reliability, settings.refines
     fractions = np.asarray(settings.snapshot_fractions, dtype=np.float64)
     tc_fractions = np.asarray(settings.test_case_snapshot_fractions, dtype=np.float64)
-    pairs = _pairs(len(m), seed, shuffle, settings.orders)
+    pairs = _pairs(len(m), seed, row_order, settings.orders)
     workers = default_workers() if workers is None else int(workers)
     n, n_a, n_t = len(m), m.n_agents, m.n_test_cases
     ends, tc_ends = snapshot_ends(fractions, n), snapshot_ends(tc_fractions, n)

@@ -43,7 +43,7 @@ from .frames import Matches, Plain, Table, encode_matches, to_flavour, to_pandas
 from .glicko import DEFAULT_ORDERS, final_ratings
 from .predict import combined_sigma, expected_score, link_from_diffs
 from .scoring import Scoring, identity
-from .settings import accepts_old_orders
+from .settings import accepts_old_names
 
 __all__ = [
     "HELDOUT_COLUMNS",
@@ -101,14 +101,14 @@ def heldout_folds(n_matches: int, folds: int, seed: int | None) -> np.ndarray:
     return np.random.default_rng(seed).permutation(n_matches) % folds
 
 
-@accepts_old_orders
+@accepts_old_names
 def heldout_predictions(
     m: Matches,
     fold: np.ndarray,
     *,
     seed: int | None = 0,
     orders: int = DEFAULT_ORDERS,
-    shuffle: bool = True,
+    row_order: bool = False,
     ridge: float = 0.01,
     workers: int | None = None,
 ) -> dict[str, np.ndarray]:
@@ -120,7 +120,7 @@ def heldout_predictions(
         test = fold == f
         train = m.subset(~test)
         a, t = m.agent[test], m.test_case[test]
-        a_mu, a_sig, t_mu, t_sig = final_ratings(train, seed=seed, orders=orders, shuffle=shuffle, workers=workers)
+        a_mu, a_sig, t_mu, t_sig = final_ratings(train, seed=seed, orders=orders, row_order=row_order, workers=workers)
         out["agielo"][test] = expected_score(a_mu[a], t_mu[t])
         out["agielo_sigma"][test] = expected_score(a_mu[a], t_mu[t], sigma=combined_sigma(a_sig[a], t_sig[t]))
         if not binary:
@@ -141,7 +141,7 @@ def heldout_predictions(
     return out
 
 
-@accepts_old_orders
+@accepts_old_names
 def heldout_check(
     matches: Table,
     *,
@@ -149,7 +149,7 @@ def heldout_check(
     seed: int | None = 0,
     scoring: Scoring | None = None,
     orders: int = DEFAULT_ORDERS,
-    shuffle: bool = True,
+    row_order: bool = False,
     ridge: float = 0.01,
     workers: int | None = None,
 ) -> Table:
@@ -165,7 +165,7 @@ def heldout_check(
         Seed of the split and of the match orders.
     scoring : Scoring
         The benchmark's scoring, to express predictions in metric units (identity by default).
-    orders, shuffle : int, bool
+    orders, row_order : int, bool
         Match orders of the AGI-Elo fit, as in :func:`~agielo_dagster.rating.rate`.
     ridge : float
         Ridge penalty of the Rasch fit.
@@ -192,7 +192,7 @@ def heldout_check(
     """
     m = encode_matches(matches)
     fold = heldout_folds(len(m), folds, seed)
-    predictions = heldout_predictions(m, fold, seed=seed, orders=orders, shuffle=shuffle, ridge=ridge, workers=workers)
+    predictions = heldout_predictions(m, fold, seed=seed, orders=orders, row_order=row_order, ridge=ridge, workers=workers)
     binary = bool(np.all((m.score == 0.0) | (m.score == 1.0)))
     f = scoring or identity()
     losses = {}  # method -> measure -> loss of every match

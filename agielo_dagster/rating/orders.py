@@ -20,7 +20,7 @@ from .checks import check_start
 from .cores import usable_cores
 from .frames import Matches
 from .order_reliability import OrderReliability
-from .settings import accepts_old_orders
+from .settings import accepts_old_names
 
 
 def snapshot_ends(fractions: ArrayLike, n_matches: int) -> np.ndarray:
@@ -54,7 +54,7 @@ NUMPY_ORDER_LIMIT = 1 << 25
 """Up to this many matches the first order is numpy's permutation (the paper's, as in earlier versions)."""
 
 
-def _pairs(n_matches: int, seed: int | None, shuffle: bool, orders: int) -> list[_Pair]:
+def _pairs(n_matches: int, seed: int | None, row_order: bool, orders: int) -> list[_Pair]:
     """The antithetic pairs behind ``orders`` match orders.
 
     Order 0 is ``numpy.random.default_rng(seed).permutation(n)`` (the single order of
@@ -66,9 +66,9 @@ def _pairs(n_matches: int, seed: int | None, shuffle: bool, orders: int) -> list
     """
     if isinstance(orders, bool) or not isinstance(orders, (int, np.integer)) or orders < 1:
         raise ValueError(f"orders must be an integer >= 1, got {orders!r}")
-    if not shuffle:
+    if row_order:
         if orders != 1:
-            raise ValueError("orders > 1 needs shuffle=True: row order is a single order")
+            raise ValueError("orders > 1 needs row_order=False: row order is a single order")
         return [_Pair("rows", None, False)]
     entropy = np.random.SeedSequence(seed)
     pairs = []
@@ -82,17 +82,17 @@ def _pairs(n_matches: int, seed: int | None, shuffle: bool, orders: int) -> list
     return pairs
 
 
-@accepts_old_orders
-def match_orders(n_matches: int, *, seed: int | None, shuffle: bool, orders: int = 1) -> list[np.ndarray]:
+@accepts_old_names
+def match_orders(n_matches: int, *, seed: int | None, row_order: bool = False, orders: int = 1) -> list[np.ndarray]:
     """The processing order(s) of the matches, as row-index permutations.
 
-    ``shuffle=False`` is row order (only one order exists, so ``orders`` must be 1).
+    ``row_order=True`` is the table's row order (only one order exists, so ``orders`` must be 1).
     Otherwise ``orders`` match orders in antithetic pairs (see :func:`rate`): the first is
     ``numpy.random.default_rng(seed).permutation(n)`` whatever ``orders`` is (up to
     ``NUMPY_ORDER_LIMIT`` matches), the second the first read backwards.
     """
     out = []
-    for pair in _pairs(n_matches, seed, shuffle, orders):
+    for pair in _pairs(n_matches, seed, row_order, orders):
         idx = _pair_indices(pair, n_matches)
         out.append(idx)
         if pair.with_reverse:
@@ -505,13 +505,13 @@ def run_orders(
     return moments, rel_table, measurer, done
 
 
-@accepts_old_orders
+@accepts_old_names
 def final_ratings(
     m: Matches,
     *,
     seed: int | None,
     orders: int,
-    shuffle: bool = True,
+    row_order: bool = False,
     workers: int | None = None,
     init_mu=1500.0,
     init_sigma=350.0,
@@ -524,6 +524,6 @@ def final_ratings(
     workers = default_workers() if workers is None else int(workers)
     end = np.array([len(m)], dtype=np.int64)
     moments, _, _, _ = run_orders(
-        m, _pairs(len(m), seed, shuffle, orders), end, end, float(init_mu), float(init_sigma), False, workers
+        m, _pairs(len(m), seed, row_order, orders), end, end, float(init_mu), float(init_sigma), False, workers
     )
     return moments.mean("a_mu"), moments.sigma("a_mu", "a_sig"), moments.mean("t_mu"), moments.sigma("t_mu", "t_sig")

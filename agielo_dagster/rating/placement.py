@@ -21,7 +21,7 @@ from .frames import (
 from .glicko import DEFAULT_ORDERS, Q, g
 from .intervals import order_variance, z_of
 from .orders import _pairs
-from .settings import accepts_old_orders
+from .settings import accepts_old_names
 
 __all__ = ["place_agents", "refuse_unknown_test_cases"]
 
@@ -57,7 +57,7 @@ def _histories(tc: pd.DataFrame, pos: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return played, level_mu, level_prec, final_mu, final_prec
 
 
-@accepts_old_orders
+@accepts_old_names
 def place_agents(
     new_matches: Table,
     test_cases: Table,
@@ -65,7 +65,7 @@ def place_agents(
     level: float = 0.9,
     orders: int = DEFAULT_ORDERS,
     seed: int | None = 42,
-    shuffle: bool = True,
+    row_order: bool = False,
     init_mu: float = 1500.0,
     init_sigma: float = 350.0,
 ) -> Table:
@@ -97,8 +97,8 @@ def place_agents(
         exactly known (g = 1).
     level : float
         Confidence level of ``mu_lo, mu_hi``.
-    orders, seed, shuffle : int, int, bool
-        Replays averaged, the seed of their times and slots; ``shuffle=False`` plays each
+    orders, seed, row_order : int, int, bool
+        Replays averaged, the seed of their times and slots; ``row_order=True`` plays each
         agent's matches in row order, evenly spread in time (one replay).
     init_mu, init_sigma : float
         The newcomer's (and every test case's) starting rating.
@@ -121,9 +121,9 @@ def place_agents(
     played, level_mu, level_prec, final_mu, final_prec = _histories(tc, pos)
     n_a = m.n_agents
     n_t_of = played[m.test_case]
-    if not shuffle:
+    if row_order:
         if orders != 1:
-            raise ValueError("orders > 1 needs shuffle=True: row order is a single order")
+            raise ValueError("orders > 1 needs row_order=False: row order is a single order")
         times, slots = np.zeros(len(m)), np.zeros(len(m), dtype=np.int64)
         for a in range(n_a):
             rows = np.flatnonzero(m.agent == a)
@@ -133,7 +133,7 @@ def place_agents(
     else:
         rng = np.random.default_rng(np.random.SeedSequence(seed))
         replays = []
-        for pair in _pairs(len(m), seed, True, orders):
+        for pair in _pairs(len(m), seed, False, orders):
             u = rng.random(len(m))
             j = rng.binomial(n_t_of, u)  # the test case's matches before the newcomer's, at time u
             replays.append((u, j))

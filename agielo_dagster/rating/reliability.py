@@ -202,7 +202,7 @@ def calibration_twins(matches: Table, result: RatingResult, *, twins: int = DEFA
             twin,
             seed=settings["seed"],
             orders=settings["orders"],
-            shuffle=settings["shuffle"],
+            row_order=settings["row_order"],
             init_mu=settings["init_mu"],
             init_sigma=settings["init_sigma"],
         )

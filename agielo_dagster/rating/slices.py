@@ -25,7 +25,7 @@ from .graph import warn_disconnected
 from .intervals import interval_ranks, z_of
 from .placement import place_agents
 from .schema import MATCH_COLUMNS
-from .settings import accepts_old_orders
+from .settings import accepts_old_names
 
 __all__ = ["SLICE_COLUMNS", "query_ranking", "slice_ratings", "slice_test_cases"]
 
@@ -95,7 +95,7 @@ def _missing(value: Any) -> bool:
         return False
 
 
-@accepts_old_orders
+@accepts_old_names
 def slice_ratings(
     matches: Table,
     test_cases: Table,

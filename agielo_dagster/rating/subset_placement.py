@@ -22,7 +22,7 @@ from .frames import (
 from .glicko import DEFAULT_ORDERS, Q, g
 from .intervals import z_of
 from .placement import place_agents, refuse_unknown_test_cases
-from .settings import accepts_old_orders
+from .settings import accepts_old_names
 from .strata import _candidates, default_strata
 
 DISPERSION_PRIOR = 10.0
@@ -68,7 +68,7 @@ def _frozen_fit(score, mu_t, sig_t, design, prior_mu, prior_sigma) -> tuple[floa
     return float(theta), float(math.sqrt(var))
 
 
-@accepts_old_orders
+@accepts_old_names
 def joint_scale(
     test_cases: Table,
     theta: ArrayLike,
@@ -118,7 +118,7 @@ def joint_scale(
     return placed.set_index("agent_id").loc[names, "mu"].to_numpy()
 
 
-@accepts_old_orders
+@accepts_old_names
 def place_on_subset(
     new_matches: Table,
     test_cases: Table,
@@ -250,7 +250,7 @@ def _rows(test_cases: Table, positions: np.ndarray) -> pd.DataFrame:
     return to_pandas(test_cases).iloc[positions].reset_index(drop=True)
 
 
-@accepts_old_orders
+@accepts_old_names
 def place_provisional_agents(
     new_matches: Table,
     test_cases: Table,

@@ -62,7 +62,7 @@ def test_additive_fit_equals_least_squares():
 def test_numbers_against_a_hand_computed_case():
     folds = heldout_folds(len(MATCHES), 2, seed=3)
     assert sorted(np.bincount(folds).tolist()) == [4, 4]
-    ours = heldout_check(MATCHES, folds=2, seed=3, orders=1, shuffle=False).set_index(["method", "measure"])["value"]
+    ours = heldout_check(MATCHES, folds=2, seed=3, orders=1, row_order=True).set_index(["method", "measure"])["value"]
     predicted = {k: np.empty(len(MATCHES)) for k in ("agielo", "rasch", "agent_mean", "test_case_mean")}
     for f in (0, 1):
         train, test = MATCHES[folds != f], MATCHES[folds == f]

@@ -32,7 +32,7 @@ CONFIDENCES = (0.5, 0.9, 0.99)
 
 def _agielo_ratings(m: Matches, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """Final agent and test-case μ of one shuffled Glicko-1 pass on encoded matches."""
-    (order,) = match_orders(len(m), seed=seed, shuffle=True)
+    (order,) = match_orders(len(m), seed=seed)
     o = m.reordered(order)
     a_mu, a_sig = np.full(len(m.agent_ids), 1500.0), np.full(len(m.agent_ids), 350.0)
     t_mu, t_sig = np.full(len(m.test_case_ids), 1500.0), np.full(len(m.test_case_ids), 350.0)
