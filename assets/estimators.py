@@ -4,7 +4,6 @@ The estimators (scipy) are imported inside the assets: loading the code location
 """
 
 import itertools
-import warnings
 
 import dagster as dg
 import numpy as np
@@ -25,10 +24,12 @@ class UncertaintyConfig(dg.Config):
 
 
 def _orders_of(config: UncertaintyConfig) -> int:
-    if config.shuffles is None:
-        return config.orders
-    warnings.warn("rating_uncertainty's config 'shuffles' is now 'orders'", DeprecationWarning, stacklevel=2)
-    return config.shuffles
+    """``orders``, or ``shuffles`` (its earlier name, which wins as before) with the engine's one warning."""
+    from agielo_dagster.rating.settings import take_old_names  # here: the engine loads numba
+
+    given = {"shuffles": config.shuffles}
+    take_old_names(given)
+    return given.get("orders", config.orders)
 
 
 def _nightly(description: str) -> dict:

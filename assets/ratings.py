@@ -145,7 +145,7 @@ def fragility_metadata(context, store, path: str, agents: pd.DataFrame, n_matche
     ids = joint["agent_id"].astype(str)
     tier = ids[joint["rank"] == 1].tolist()
     try:
-        found = fragility_of_first(matches, tier=tier, candidates=ids.tolist(), seed=SEED, shuffles=DEFAULT_ORDERS)
+        found = fragility_of_first(matches, tier=tier, candidates=ids.tolist(), seed=SEED, orders=DEFAULT_ORDERS)
     except ValueError as exc:  # a figure beside the ratings never fails their run
         context.log.warning(f"fragility of first not computed: {exc}")
         return {"fragility_method": f"not computed: {exc}"}

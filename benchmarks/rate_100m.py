@@ -61,10 +61,10 @@ def generate(path: Path, n_agents: int, n_test_cases: int, seed: int = 0, block:
     tmp.rename(path)
 
 
-def run(path: Path, shuffles: int) -> dict:
+def run(path: Path, orders: int) -> dict:
     """One measurement (in this process): load (read + validate + encode) and rate; seconds and peak RSS.
 
-    The same two steps as ``rate_parquet(path, orders=shuffles)``, timed apart.
+    The same two steps as ``rate_parquet(path, orders=orders)``, timed apart.
     """
     from agielo_dagster.rating import DEFAULT_ORDERS, rate
     from agielo_dagster.rating.glicko import rate_encoded
@@ -74,15 +74,15 @@ def run(path: Path, shuffles: int) -> dict:
     t0 = time.perf_counter()
     m = encode_parquet(path)
     t1 = time.perf_counter()
-    result = rate_encoded(m, dict(orders=shuffles, seed=42))
+    result = rate_encoded(m, dict(orders=orders, seed=42))
     t2 = time.perf_counter()
     final = result.reliability.to_pandas().iloc[-1]
     return {
         "matches": len(m),
         "agents": m.n_agents,
         "test_cases": m.n_test_cases,
-        "shuffles": shuffles,
-        "default_shuffles": DEFAULT_ORDERS,
+        "orders": orders,
+        "default_orders": DEFAULT_ORDERS,
         "load_s": t1 - t0,
         "rate_s": t2 - t1,
         "total_s": t2 - t0,
@@ -116,11 +116,14 @@ def main() -> None:
     parser.add_argument("--sizes", nargs="+", default=["10M", "100M"])
     parser.add_argument("--agents", type=int, default=4500)
     parser.add_argument("--dir", default="/tmp/agielo_bench")
-    parser.add_argument("--shuffles", type=int, nargs="*", help="orders to time (default: 1 and DEFAULT_ORDERS)")
+    parser.add_argument("--orders", type=int, nargs="*", help="orders to time (default: 1 and DEFAULT_ORDERS)")
+    parser.add_argument(
+        "--shuffles", type=int, nargs="*", dest="orders", default=argparse.SUPPRESS, help=argparse.SUPPRESS
+    )  # the earlier name of --orders
     parser.add_argument("--run", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.run:
-        print(json.dumps(run(Path(args.run), args.shuffles[0])))
+        print(json.dumps(run(Path(args.run), args.orders[0])))
         return
 
     from agielo_dagster.rating import DEFAULT_ORDERS
@@ -138,16 +141,16 @@ def main() -> None:
             t0 = time.perf_counter()
             generate(path, args.agents, n_test_cases)
             print(f"(generated {path} in {time.perf_counter() - t0:.0f} s, {path.stat().st_size / 2**30:.2f} GiB; not timed)")
-        for shuffles in args.shuffles or [1, DEFAULT_ORDERS]:
+        for orders in args.orders or [1, DEFAULT_ORDERS]:
             out = subprocess.run(
-                [sys.executable, __file__, "--run", str(path), "--shuffles", str(shuffles)],
+                [sys.executable, __file__, "--run", str(path), "--orders", str(orders)],
                 capture_output=True,
                 text=True,
                 check=True,
             )
             r = json.loads(out.stdout.strip().splitlines()[-1])
             print(
-                f"{r['matches']:>12,} {r['agents']:>6,} {r['test_cases']:>10,} {r['shuffles']:>6} {r['load_s']:>7.1f} "
+                f"{r['matches']:>12,} {r['agents']:>6,} {r['test_cases']:>10,} {r['orders']:>6} {r['load_s']:>7.1f} "
                 f"{r['rate_s']:>7.1f} {r['total_s']:>7.1f} {r['peak_rss_gib']:>7.2f} GiB   (rho_agents {r['rho_agents']:.3f}, MAE {r['mae']:.4f})"
             )
     print(f"cores: {len(os.sched_getaffinity(0))}; targets at 100M: one order <= 30 s, peak <= 6 GiB")

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Literal, TypeAlias
 
 import numba
 import numpy as np
@@ -51,6 +51,9 @@ from .frames import MatchTableError, Table, flavour_of, floats_of, ids_of, requi
 __all__ = ["AbilityMasses", "ability_masses", "aligned_pairs", "alignment_rate", "order_coefficient"]
 
 LOG_MASS_BOUNDS = (math.log(1e-9), math.log(1e9))
+
+Scale: TypeAlias = Literal["standard", "none"] | float | tuple[float, float]
+"""How difficulties map to the fit scale (see :func:`ability_masses`): a rule, a unit, or (origin, unit)."""
 
 
 def order_coefficient(n_abilities: int, max_order: int | None) -> float:
@@ -140,8 +143,8 @@ class AbilityMasses:
         L-BFGS-B's verdict and iterations on the kept start.
     """
 
-    masses: Any
-    fitted: Any
+    masses: Table
+    fitted: Table
     loss: float
     rmse: float
     alignment: float
@@ -156,7 +159,7 @@ class AbilityMasses:
     iterations: int
     flavour: str = field(default="pandas", repr=False)
 
-    def predict(self, abilities: Any) -> Table:
+    def predict(self, abilities: Table) -> Table:
         """Difficulties of items from their abilities (long frame ``item_id, ability``), on the data's scale.
 
         Returns ``item_id, difficulty, abilities, unknown_abilities``; an item that needs an ability
@@ -182,7 +185,7 @@ def _difficulty(item_code: np.ndarray, log_mass_of_row: np.ndarray, n: np.ndarra
     return mass_sum + coef[n] * log_sum
 
 
-def _ability_pairs(abilities: Any) -> pd.DataFrame:
+def _ability_pairs(abilities: Table) -> pd.DataFrame:
     df = to_pandas(abilities)
     require_columns(df, ("item_id", "ability"), "ability table")
     if len(df) == 0:
@@ -206,7 +209,7 @@ def _ability_pairs(abilities: Any) -> pd.DataFrame:
     return out
 
 
-def _scale_of(d: np.ndarray, scale: Any) -> tuple[float, float, bool]:
+def _scale_of(d: np.ndarray, scale: Scale) -> tuple[float, float, bool]:
     """(origin, unit, whether the origin is fitted) of a ``scale`` argument."""
     if isinstance(scale, str):
         if scale == "none":
@@ -228,12 +231,12 @@ def _scale_of(d: np.ndarray, scale: Any) -> tuple[float, float, bool]:
 
 
 def ability_masses(
-    difficulties: Any,
-    abilities: Any,
+    difficulties: Table,
+    abilities: Table,
     *,
     max_order: int | None = 2,
     l2: float = 1e-6,
-    scale: Any = "standard",
+    scale: Scale = "standard",
     max_iter: int = 2000,
     tol: float = 1e-12,
 ) -> AbilityMasses:

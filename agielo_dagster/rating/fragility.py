@@ -6,7 +6,7 @@ and bootstrap intervals do not show it. :func:`fragility_of_first` answers that 
 top tier (the leader and the agents whose intervals overlap it).
 
 "First" is what the ratings publish: the agent with the highest μ among ``candidates`` (the main
-component's agents), with μ the mean over ``shuffles`` match orders of sequential Glicko, exactly as
+component's agents), with μ the mean over ``orders`` match orders of sequential Glicko, exactly as
 :func:`~agielo_dagster.rating.rate` computes it (the fast path of :func:`~agielo_dagster.rating.glicko.final_ratings`,
 without tables). Removing a test case removes every match it took part in.
 
@@ -33,11 +33,11 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
-from .frames import Matches, MatchTableError, Table, encode_matches
+from .frames import Matches, MatchTableError, Plain, Table, encode_matches
+from .settings import accepts_old_names
 
 __all__ = ["Fragility", "fragility_of_first"]
 
@@ -80,7 +80,7 @@ class Fragility:
     test_cases: int
     re_ratings: int
 
-    def as_metadata(self) -> dict[str, Any]:
+    def as_metadata(self) -> dict[str, Plain]:
         """Plain values for asset metadata: ``fragility_of_first`` (None: nothing found) and its companions."""
         return {
             "fragility_of_first": None if self.removals is None else int(self.removals),
@@ -93,13 +93,14 @@ class Fragility:
         }
 
 
+@accepts_old_names
 def fragility_of_first(
     matches: Table,
     *,
     tier: Sequence[str] | None = None,
     candidates: Sequence[str] | None = None,
     seed: int | None = 42,
-    shuffles: int | None = None,
+    orders: int | None = None,
     max_subsets: int = 2000,
     max_exact_matches: int = 10_000_000,
     max_removals: int | None = None,
@@ -116,12 +117,12 @@ def fragility_of_first(
         ``agent_ratings``). Default, or when it holds the leader alone: the runner-up by μ.
     candidates : sequence of str, optional
         The agents that can be first (default: every agent; pass the main component's agents).
-    seed, shuffles : int, int
+    seed, orders : int, int
         The ratings' settings, as :func:`~agielo_dagster.rating.rate` (default ``DEFAULT_ORDERS``).
     max_subsets, max_exact_matches : int, int
         The exact search runs when it needs at most ``max_subsets`` re-ratings and at most
         ``max_exact_matches`` matches re-rated in all (each re-rating plays every remaining match
-        ``shuffles`` times); else the verified approximation is the answer.
+        ``orders`` times); else the verified approximation is the answer.
     max_removals : int, optional
         Search no further than this many test cases (default: half of them).
     workers : int, optional
@@ -133,7 +134,7 @@ def fragility_of_first(
     """
     from .glicko import DEFAULT_ORDERS
 
-    shuffles = DEFAULT_ORDERS if shuffles is None else shuffles
+    orders = DEFAULT_ORDERS if orders is None else orders
     for name, value in (("max_subsets", max_subsets), ("max_exact_matches", max_exact_matches)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
             raise ValueError(f"{name} must be an integer >= 0, got {value!r}")
@@ -150,7 +151,7 @@ def fragility_of_first(
     if allowed.sum() < 2:
         raise MatchTableError("fragility of first needs at least 2 candidate agents (rule: two_agents)", rule="two_agents")
     limit = m.n_test_cases // 2 if max_removals is None else int(max_removals)
-    search = _Search(m, allowed, seed, shuffles, workers)
+    search = _Search(m, allowed, seed, orders, workers)
     a_mu, t_mu = search.ratings(np.ones(m.n_test_cases, dtype=bool))
     leader = search.first(a_mu)
     challengers = [int(np.flatnonzero(ids == a)[0]) for a in (tier or ()) if a != ids[leader]]
@@ -189,8 +190,8 @@ def fragility_of_first(
 class _Search:
     """Re-rates the benchmark without some test cases and says who is first; counts its calls."""
 
-    def __init__(self, m: Matches, allowed: np.ndarray, seed, shuffles: int, workers):
-        self.m, self.allowed, self.seed, self.shuffles, self.workers = m, allowed, seed, shuffles, workers
+    def __init__(self, m: Matches, allowed: np.ndarray, seed, orders: int, workers):
+        self.m, self.allowed, self.seed, self.orders, self.workers = m, allowed, seed, orders, workers
         self.calls = 0
 
     def ratings(self, keep_test_cases: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -198,7 +199,7 @@ class _Search:
 
         self.calls += 1
         sub = self.m.subset(keep_test_cases[self.m.test_case])
-        a_mu, _, t_mu, _ = final_ratings(sub, seed=self.seed, shuffles=self.shuffles, workers=self.workers)
+        a_mu, _, t_mu, _ = final_ratings(sub, seed=self.seed, orders=self.orders, workers=self.workers)
         played = np.bincount(sub.agent, minlength=self.m.n_agents) > 0
         return np.where(played, a_mu, -np.inf), t_mu
 

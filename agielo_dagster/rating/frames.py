@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Literal, TypeAlias
 
 import numpy as np
 import pandas as pd
@@ -32,6 +32,8 @@ __all__ = ["MatchTableError", "Matches", "encode_matches", "to_flavour", "to_pan
 Flavour = Literal["pandas", "polars", "arrow"]
 Table: TypeAlias = "pd.DataFrame | pl.DataFrame | pa.Table"
 """A table in any of the flavours the engine reads, and answers in (the caller's)."""
+Plain: TypeAlias = str | int | float | bool | None
+"""A plain value of a summary the engine hands to asset metadata or JSON."""
 
 
 class MatchTableError(ValueError):
@@ -278,7 +280,7 @@ def _encode_pandas(matches: pd.DataFrame, what: str) -> Matches:
     )
 
 
-def _encode_arrow(table: Any, what: str, flavour: Flavour) -> Matches:
+def _encode_arrow(table: pa.Table, what: str, flavour: Flavour) -> Matches:
     from ._frame_kernels import equal
 
     require_columns(table, MATCH_COLUMNS, what)
@@ -299,13 +301,13 @@ def _encode_arrow(table: Any, what: str, flavour: Flavour) -> Matches:
     )
 
 
-def _first_null(column: Any) -> int:
+def _first_null(column: pa.ChunkedArray) -> int:
     import pyarrow.compute as pc
 
     return int(pc.index(pc.is_null(column), True).as_py())
 
 
-def arrow_ids(column: Any, name: str, what: str) -> tuple[np.ndarray, np.ndarray]:
+def arrow_ids(column: pa.ChunkedArray, name: str, what: str) -> tuple[np.ndarray, np.ndarray]:
     """An Arrow id column as int32 codes into its sorted distinct ids (Python strings per id, not per row)."""
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -346,7 +348,7 @@ def arrow_ids(column: Any, name: str, what: str) -> tuple[np.ndarray, np.ndarray
     return remap(indices, mapping), np.asarray(ids, dtype=object)
 
 
-def arrow_floats(column: Any, name: str, what: str, lo: float = -np.inf, hi: float = np.inf) -> np.ndarray:
+def arrow_floats(column: pa.ChunkedArray, name: str, what: str, lo: float = -np.inf, hi: float = np.inf) -> np.ndarray:
     """An Arrow numeric column as finite float64 within [lo, hi] (zero-copy when it already is)."""
     import pyarrow as pa
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
+from .frames import Plain
 from .scoring import Scoring
 
 __all__ = ["FAR_SHARE", "RangeAssumption", "range_assumption"]
@@ -52,7 +52,7 @@ class RangeAssumption:
     far: bool
     warning: str
 
-    def as_metadata(self) -> dict[str, Any]:
+    def as_metadata(self) -> dict[str, Plain]:
         """Plain values for asset metadata."""
         graded = not math.isnan(self.observed_share)
         return {

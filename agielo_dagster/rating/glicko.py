@@ -24,9 +24,8 @@ been played). ``orders=1`` is the paper's single order, unchanged.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -55,6 +54,8 @@ from .settings import (
     DEFAULT_SNAPSHOT_FRACTIONS,
     DEFAULT_TEST_CASE_SNAPSHOT_FRACTIONS,
     RatingSettings,
+    Setting,
+    accepts_old_names,
 )
 
 __all__ = [
@@ -195,21 +196,21 @@ class RatingResult:
         return table.set_index(f"{kind}_id")["component"]
 
 
+@accepts_old_names
 def rate(
     matches: Table,
     *,
     seed: int | None = 42,
-    shuffle: bool = True,
+    row_order: bool = False,
     init_mu: float = 1500.0,
     init_sigma: float = 350.0,
-    snapshot_fractions: Any = DEFAULT_SNAPSHOT_FRACTIONS,
-    test_case_snapshot_fractions: Any = DEFAULT_TEST_CASE_SNAPSHOT_FRACTIONS,
+    snapshot_fractions: Iterable[float] = DEFAULT_SNAPSHOT_FRACTIONS,
+    test_case_snapshot_fractions: Iterable[float] = DEFAULT_TEST_CASE_SNAPSHOT_FRACTIONS,
     orders: int = DEFAULT_ORDERS,
     with_reliability: bool = True,
     level: float = DEFAULT_LEVEL,
     workers: int | None = None,
     refine: bool | None = None,
-    shuffles: int | None = None,
 ) -> RatingResult:
     """Rate every test case and agent of a match table with sequential Glicko-1, over several match orders.
 
@@ -221,8 +222,10 @@ def rate(
     seed : int
         Seed of the match orders; the same seed gives bit-identical results, whatever
         ``workers`` is.
-    shuffle : bool
-        ``False`` processes the matches in row order (then ``orders`` must be 1).
+    row_order : bool
+        ``True`` processes the matches in the table's row order (then ``orders`` must be 1);
+        ``shuffle``, its earlier name (``shuffle=False`` is ``row_order=True``), is still read,
+        with a :class:`DeprecationWarning`.
     init_mu, init_sigma : float
         Every player's starting rating: ``init_mu`` within ±10,000, ``init_sigma`` in (0, 1000]
         (:func:`~agielo_dagster.rating.checks.check_start`).
@@ -232,7 +235,8 @@ def rate(
         Shares after which test-case ratings are recorded (fewer: there are many test cases).
     orders : int
         Orders to average (``DEFAULT_ORDERS`` = 16: eight antithetic pairs). ``orders=1`` is
-        the AGI-Elo paper's single order, as in earlier versions of this engine.
+        the AGI-Elo paper's single order, as in earlier versions of this engine. ``shuffles``, its
+        earlier name, is still read, with a :class:`DeprecationWarning`.
     with_reliability : bool
         Compute the reliability table during the first order's pass (see
         :func:`~agielo_dagster.rating.reliability`).
@@ -250,9 +254,6 @@ def rate(
         to refine it too). Skipped, with a :class:`~agielo_dagster.rating.refine.RefinementSkippedWarning`,
         above ``refine.MAX_AGENTS`` agents or ``refine.MAX_PAIRS`` agent pairs sharing a test case.
 
-    shuffles : int
-        The earlier name of ``orders``: still read, with a :class:`DeprecationWarning`.
-
     Returns
     -------
     RatingResult
@@ -267,35 +268,32 @@ def rate(
     in about 23 s and 3.2 GiB, 16 in about 85 s and 4.8 GiB. See ``benchmarks/rate_1m.py``
     and ``benchmarks/rate_100m.py``.
     """
-    # the old keyword alone (orders left at its default) is the old call; both given must agree
-    given_orders = {} if shuffles is not None and orders == DEFAULT_ORDERS else {"orders": orders}
     settings = RatingSettings.of(
         seed=seed,
-        shuffle=shuffle,
+        row_order=row_order,
         init_mu=init_mu,
         init_sigma=init_sigma,
         snapshot_fractions=snapshot_fractions,
         test_case_snapshot_fractions=test_case_snapshot_fractions,
-        **given_orders,
+        orders=orders,
         with_reliability=with_reliability,
         level=level,
         workers=workers,
         refine=refine,
-        shuffles=shuffles,
     )
     return rate_encoded(encode_matches(matches), settings)
 
 
-def rate_encoded(m: Matches, settings: RatingSettings | Mapping[str, Any], *, warn: bool = True) -> RatingResult:
+def rate_encoded(m: Matches, settings: RatingSettings | Mapping[str, Setting], *, warn: bool = True) -> RatingResult:
     """:func:`rate` on an already encoded match table, with ``settings`` its keyword arguments (or a mapping of them)."""
     if not isinstance(settings, RatingSettings):
         settings = RatingSettings.of(settings)
-    seed, shuffle, level = settings.seed, settings.shuffle, settings.level
+    seed, row_order, level = settings.seed, settings.row_order, settings.level
     init_mu, init_sigma, workers = settings.init_mu, settings.init_sigma, settings.workers
     with_reliability, refine = settings.with_reliability, settings.refines
     fractions = np.asarray(settings.snapshot_fractions, dtype=np.float64)
     tc_fractions = np.asarray(settings.test_case_snapshot_fractions, dtype=np.float64)
-    pairs = _pairs(len(m), seed, shuffle, settings.orders)
+    pairs = _pairs(len(m), seed, row_order, settings.orders)
     workers = default_workers() if workers is None else int(workers)
     n, n_a, n_t = len(m), m.n_agents, m.n_test_cases
     ends, tc_ends = snapshot_ends(fractions, n), snapshot_ends(tc_fractions, n)

@@ -11,7 +11,7 @@ them. The predictions are scored against what happened:
 
 Methods, all fitted on the same training folds:
 
-- ``agielo``: the ratings of :func:`~agielo_dagster.rating.rate` (the mean of ``shuffles``
+- ``agielo``: the ratings of :func:`~agielo_dagster.rating.rate` (the mean of ``orders``
   orders), p = 1/(1 + 10^(−(R_a − R_t)/400)), the paper's prediction;
 - ``agielo_sigma``: the same ratings with their deviations, p = 1/(1 + 10^(−g(σ)(R_a − R_t)/400)),
   σ = √(σ_a² + σ_t²) (Glicko's predictive formula);
@@ -35,16 +35,15 @@ on graded ones (the logistic link misses their level there: docs/engine.md, "The
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pandas as pd
 
 from .estimators.rasch import _joint_ml
-from .frames import Matches, Table, encode_matches, to_flavour, to_pandas
+from .frames import Matches, Plain, Table, encode_matches, to_flavour, to_pandas
 from .glicko import DEFAULT_ORDERS, final_ratings
 from .predict import combined_sigma, expected_score, link_from_diffs
 from .scoring import Scoring, identity
+from .settings import accepts_old_names
 
 __all__ = [
     "HELDOUT_COLUMNS",
@@ -102,13 +101,14 @@ def heldout_folds(n_matches: int, folds: int, seed: int | None) -> np.ndarray:
     return np.random.default_rng(seed).permutation(n_matches) % folds
 
 
+@accepts_old_names
 def heldout_predictions(
     m: Matches,
     fold: np.ndarray,
     *,
     seed: int | None = 0,
-    shuffles: int = DEFAULT_ORDERS,
-    shuffle: bool = True,
+    orders: int = DEFAULT_ORDERS,
+    row_order: bool = False,
     ridge: float = 0.01,
     workers: int | None = None,
 ) -> dict[str, np.ndarray]:
@@ -120,7 +120,7 @@ def heldout_predictions(
         test = fold == f
         train = m.subset(~test)
         a, t = m.agent[test], m.test_case[test]
-        a_mu, a_sig, t_mu, t_sig = final_ratings(train, seed=seed, shuffles=shuffles, shuffle=shuffle, workers=workers)
+        a_mu, a_sig, t_mu, t_sig = final_ratings(train, seed=seed, orders=orders, row_order=row_order, workers=workers)
         out["agielo"][test] = expected_score(a_mu[a], t_mu[t])
         out["agielo_sigma"][test] = expected_score(a_mu[a], t_mu[t], sigma=combined_sigma(a_sig[a], t_sig[t]))
         if not binary:
@@ -141,14 +141,15 @@ def heldout_predictions(
     return out
 
 
+@accepts_old_names
 def heldout_check(
     matches: Table,
     *,
     folds: int = 5,
     seed: int | None = 0,
     scoring: Scoring | None = None,
-    shuffles: int = DEFAULT_ORDERS,
-    shuffle: bool = True,
+    orders: int = DEFAULT_ORDERS,
+    row_order: bool = False,
     ridge: float = 0.01,
     workers: int | None = None,
 ) -> Table:
@@ -164,7 +165,7 @@ def heldout_check(
         Seed of the split and of the match orders.
     scoring : Scoring
         The benchmark's scoring, to express predictions in metric units (identity by default).
-    shuffles, shuffle : int, bool
+    orders, row_order : int, bool
         Match orders of the AGI-Elo fit, as in :func:`~agielo_dagster.rating.rate`.
     ridge : float
         Ridge penalty of the Rasch fit.
@@ -183,15 +184,15 @@ def heldout_check(
 
     Notes
     -----
-    Costs ``folds`` AGI-Elo fits of ``shuffles`` orders (no snapshots, no reliability),
+    Costs ``folds`` AGI-Elo fits of ``orders`` match orders (no snapshots, no reliability),
     ``folds`` Rasch and additive fits and, on graded scores, ``folds`` isotonic links, on
     (folds − 1)/folds of the matches: for 1,000,000 matches about 4.5 s of CPU on binary scores
-    and 6 s on graded ones (the links add about 2 s), about 4 ``rate`` calls; ``shuffles=4``
+    and 6 s on graded ones (the links add about 2 s), about 4 ``rate`` calls; ``orders=4``
     roughly halves the rating part.
     """
     m = encode_matches(matches)
     fold = heldout_folds(len(m), folds, seed)
-    predictions = heldout_predictions(m, fold, seed=seed, shuffles=shuffles, shuffle=shuffle, ridge=ridge, workers=workers)
+    predictions = heldout_predictions(m, fold, seed=seed, orders=orders, row_order=row_order, ridge=ridge, workers=workers)
     binary = bool(np.all((m.score == 0.0) | (m.score == 1.0)))
     f = scoring or identity()
     losses = {}  # method -> measure -> loss of every match
@@ -225,7 +226,7 @@ def heldout_check(
     return to_flavour(pd.DataFrame(rows, columns=list(HELDOUT_COLUMNS)), m.flavour)
 
 
-def heldout_summary(table: Any) -> dict[str, Any]:
+def heldout_summary(table: Table) -> dict[str, Plain]:
     """The headline of a :func:`heldout_check` table: the default prediction against the baselines.
 
     Returns
@@ -241,7 +242,7 @@ def heldout_summary(table: Any) -> dict[str, Any]:
     measure = "log_loss" if (frame["measure"] == "log_loss").any() else "mae"
     values = frame[frame["measure"] == measure].set_index("method")["value"]
     default = default_method(measure == "log_loss")
-    out: dict[str, Any] = {"measure": measure, "default_method": default, "default": float(values[default])}
+    out: dict[str, Plain] = {"measure": measure, "default_method": default, "default": float(values[default])}
     for baseline in ("test_case_mean", "additive", "rasch"):
         out[baseline] = float(values[baseline])
         out[f"default_vs_{baseline}_pct"] = round(float(100.0 * (values[default] / values[baseline] - 1.0)), 2)

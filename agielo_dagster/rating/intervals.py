@@ -5,7 +5,7 @@ An agent's rating varies for two reasons:
 - **match order.** Sequential Glicko depends on the order of the matches. With K orders
   the published rating is their mean; its order variance is estimated from the orders
   themselves (from the antithetic pairs' means when there are at least two pairs, else
-  ``mu_order_sd² / K``). A single order (``shuffles=1``) cannot measure its own order noise,
+  ``mu_order_sd² / K``). A single order (``orders=1``) cannot measure its own order noise,
   and its interval leaves it out.
 - **sampling of test cases.** Another draw of test cases from the same population would
   give another rating. The agent's rating solves Σ_t g_t (S_t − E_t) ≈ 0 over its matches,

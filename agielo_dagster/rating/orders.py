@@ -13,15 +13,17 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from . import _kernels as K
 from .checks import check_start
 from .cores import usable_cores
 from .frames import Matches
 from .order_reliability import OrderReliability
+from .settings import accepts_old_names
 
 
-def snapshot_ends(fractions: Any, n_matches: int) -> np.ndarray:
+def snapshot_ends(fractions: ArrayLike, n_matches: int) -> np.ndarray:
     """How many matches have been played at each snapshot fraction.
 
     Follows the authors' milestones: the state after match ``int(f·(n − 1))``
@@ -52,26 +54,26 @@ NUMPY_ORDER_LIMIT = 1 << 25
 """Up to this many matches the first order is numpy's permutation (the paper's, as in earlier versions)."""
 
 
-def _pairs(n_matches: int, seed: int | None, shuffle: bool, shuffles: int) -> list[_Pair]:
-    """The antithetic pairs behind ``shuffles`` orders.
+def _pairs(n_matches: int, seed: int | None, row_order: bool, orders: int) -> list[_Pair]:
+    """The antithetic pairs behind ``orders`` match orders.
 
     Order 0 is ``numpy.random.default_rng(seed).permutation(n)`` (the single order of
-    ``shuffles=1``), order 1 its reverse; orders 2p and 2p + 1 (p ≥ 1) are a permutation
+    ``orders=1``), order 1 its reverse; orders 2p and 2p + 1 (p ≥ 1) are a permutation
     drawn by a cache-friendly bucket shuffle keyed by ``SeedSequence(seed)`` spawned
     with ``p``, and its reverse. Above ``NUMPY_ORDER_LIMIT`` matches (33,554,432) order 0
     too comes from the bucket shuffle (spawned with 0): numpy's Fisher-Yates over 10⁸ matches
     takes 5 s, bound by memory latency, where the bucket shuffle takes 2.
     """
-    if isinstance(shuffles, bool) or not isinstance(shuffles, (int, np.integer)) or shuffles < 1:
-        raise ValueError(f"shuffles must be an integer >= 1, got {shuffles!r}")
-    if not shuffle:
-        if shuffles != 1:
-            raise ValueError("shuffles > 1 needs shuffle=True: row order is a single order")
+    if isinstance(orders, bool) or not isinstance(orders, (int, np.integer)) or orders < 1:
+        raise ValueError(f"orders must be an integer >= 1, got {orders!r}")
+    if row_order:
+        if orders != 1:
+            raise ValueError("orders > 1 needs row_order=False: row order is a single order")
         return [_Pair("rows", None, False)]
     entropy = np.random.SeedSequence(seed)
     pairs = []
-    for p in range((shuffles + 1) // 2):
-        with_reverse = 2 * p + 1 < shuffles
+    for p in range((orders + 1) // 2):
+        with_reverse = 2 * p + 1 < orders
         if p == 0 and n_matches <= NUMPY_ORDER_LIMIT:
             pairs.append(_Pair("numpy", seed if seed is not None else entropy, with_reverse))
         else:
@@ -80,16 +82,17 @@ def _pairs(n_matches: int, seed: int | None, shuffle: bool, shuffles: int) -> li
     return pairs
 
 
-def match_orders(n_matches: int, *, seed: int | None, shuffle: bool, shuffles: int = 1) -> list[np.ndarray]:
+@accepts_old_names
+def match_orders(n_matches: int, *, seed: int | None, row_order: bool = False, orders: int = 1) -> list[np.ndarray]:
     """The processing order(s) of the matches, as row-index permutations.
 
-    ``shuffle=False`` is row order (only one order exists, so ``shuffles`` must be 1).
-    Otherwise ``shuffles`` orders in antithetic pairs (see :func:`rate`): the first is
-    ``numpy.random.default_rng(seed).permutation(n)`` whatever ``shuffles`` is (up to
+    ``row_order=True`` is the table's row order (only one order exists, so ``orders`` must be 1).
+    Otherwise ``orders`` match orders in antithetic pairs (see :func:`rate`): the first is
+    ``numpy.random.default_rng(seed).permutation(n)`` whatever ``orders`` is (up to
     ``NUMPY_ORDER_LIMIT`` matches), the second the first read backwards.
     """
     out = []
-    for pair in _pairs(n_matches, seed, shuffle, shuffles):
+    for pair in _pairs(n_matches, seed, row_order, orders):
         idx = _pair_indices(pair, n_matches)
         out.append(idx)
         if pair.with_reverse:
@@ -582,17 +585,18 @@ def run_orders(
     return moments, rel_table, measurer, done
 
 
+@accepts_old_names
 def final_ratings(
     m: Matches,
     *,
     seed: int | None,
-    shuffles: int,
-    shuffle: bool = True,
+    orders: int,
+    row_order: bool = False,
     workers: int | None = None,
     init_mu=1500.0,
     init_sigma=350.0,
 ):
-    """(μ, mixture σ) of agents and test cases over ``shuffles`` orders: :func:`rate` without tables, snapshots or reliability.
+    """(μ, mixture σ) of agents and test cases over ``orders`` match orders: :func:`rate` without tables, snapshots or reliability.
 
     Players without a match keep their starting rating.
     """
@@ -600,6 +604,6 @@ def final_ratings(
     workers = default_workers() if workers is None else int(workers)
     end = np.array([len(m)], dtype=np.int64)
     moments, _, _, _ = run_orders(
-        m, _pairs(len(m), seed, shuffle, shuffles), end, end, float(init_mu), float(init_sigma), False, workers
+        m, _pairs(len(m), seed, row_order, orders), end, end, float(init_mu), float(init_sigma), False, workers
     )
     return moments.mean("a_mu"), moments.sigma("a_mu", "a_sig"), moments.mean("t_mu"), moments.sigma("t_mu", "t_sig")

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from os import PathLike
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
 
@@ -27,11 +27,20 @@ from .frames import (
     floats_of,
 )
 from .glicko import RatingResult, rate_encoded
-from .settings import RatingSettings
+from .settings import RatingSettings, Setting
 
 __all__ = ["encode_parquet", "rate_parquet", "read_matches"]
 
-Paths = str | PathLike | Any | Sequence[str | PathLike | Any]
+if TYPE_CHECKING:
+    import fsspec
+    import pyarrow as pa
+    import pyarrow.fs
+
+Source: TypeAlias = "str | PathLike[str] | bytes | pa.Buffer"
+"""A parquet file: a path, or the file in memory."""
+Paths: TypeAlias = "Source | Sequence[Source]"
+FileSystem: TypeAlias = "pyarrow.fs.FileSystem | fsspec.AbstractFileSystem"
+"""Where the paths live (e.g. S3): a pyarrow or fsspec filesystem."""
 
 
 def _sources(paths: Paths) -> list[Any]:
@@ -53,7 +62,7 @@ def _open(source: Any, filesystem: Any, **options: Any) -> Any:
     return pq.ParquetFile(source, filesystem=filesystem, **options)
 
 
-def read_matches(paths: Paths, *, filesystem: Any = None) -> Any:
+def read_matches(paths: Paths, *, filesystem: FileSystem | None = None) -> pa.Table:
     """The match columns of one or more parquet files as a ``pyarrow.Table``, ids dictionary-encoded."""
     import pyarrow.parquet as pq
 
@@ -154,7 +163,7 @@ def _floats(chunk: Any, name: str, out: np.ndarray, offset: int, what: str) -> N
     out[offset : offset + len(chunk)] = chunk.to_numpy(zero_copy_only=False)
 
 
-def encode_parquet(paths: Paths, *, filesystem: Any = None, what: str = "match table") -> Matches:
+def encode_parquet(paths: Paths, *, filesystem: FileSystem | None = None, what: str = "match table") -> Matches:
     """Validate and encode the matches of parquet file(s), one row group at a time (see the module docstring)."""
 
     sources = _sources(paths)
@@ -193,7 +202,7 @@ def encode_parquet(paths: Paths, *, filesystem: Any = None, what: str = "match t
 
 
 def rate_parquet(
-    paths: Paths, *, filesystem: Any = None, settings: RatingSettings | None = None, **rate_kwargs: Any
+    paths: Paths, *, filesystem: FileSystem | None = None, settings: RatingSettings | None = None, **rate_kwargs: Setting
 ) -> RatingResult:
     """:func:`~agielo_dagster.rating.rate` on the matches of parquet file(s); tables come back as ``pyarrow.Table``.
 

@@ -21,6 +21,7 @@ from .frames import (
 from .glicko import DEFAULT_ORDERS, Q, g
 from .intervals import order_variance, z_of
 from .orders import _pairs
+from .settings import accepts_old_names
 
 __all__ = ["place_agents", "refuse_unknown_test_cases"]
 
@@ -56,14 +57,15 @@ def _histories(tc: pd.DataFrame, pos: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return played, level_mu, level_prec, final_mu, final_prec
 
 
+@accepts_old_names
 def place_agents(
     new_matches: Table,
     test_cases: Table,
     *,
     level: float = 0.9,
-    shuffles: int = DEFAULT_ORDERS,
+    orders: int = DEFAULT_ORDERS,
     seed: int | None = 42,
-    shuffle: bool = True,
+    row_order: bool = False,
     init_mu: float = 1500.0,
     init_sigma: float = 350.0,
 ) -> Table:
@@ -76,7 +78,7 @@ def place_agents(
     matches at uniformly random times u, in time order; at time u the test case has played
     j ~ Binomial(n_t, u) of its n_t matches, and its state after j matches is read from the
     history the test-case table carries (``mu_after_<j>, sigma_after_<j>`` from :func:`rate`,
-    interpolated in j between 0, 1, 2, 4, …, n_t). ``shuffles`` replays (antithetic pairs:
+    interpolated in j between 0, 1, 2, 4, …, n_t). ``orders`` replays (antithetic pairs:
     u and 1 − u, j and n_t − j) are averaged, as :func:`rate` averages orders.
 
     On the demo's benchmarks, each classifier left out and placed lands within 2–3 Elo of its
@@ -95,8 +97,8 @@ def place_agents(
         exactly known (g = 1).
     level : float
         Confidence level of ``mu_lo, mu_hi``.
-    shuffles, seed, shuffle : int, int, bool
-        Replays averaged, the seed of their times and slots; ``shuffle=False`` plays each
+    orders, seed, row_order : int, int, bool
+        Replays averaged, the seed of their times and slots; ``row_order=True`` plays each
         agent's matches in row order, evenly spread in time (one replay).
     init_mu, init_sigma : float
         The newcomer's (and every test case's) starting rating.
@@ -119,9 +121,9 @@ def place_agents(
     played, level_mu, level_prec, final_mu, final_prec = _histories(tc, pos)
     n_a = m.n_agents
     n_t_of = played[m.test_case]
-    if not shuffle:
-        if shuffles != 1:
-            raise ValueError("shuffles > 1 needs shuffle=True: row order is a single order")
+    if row_order:
+        if orders != 1:
+            raise ValueError("orders > 1 needs row_order=False: row order is a single order")
         times, slots = np.zeros(len(m)), np.zeros(len(m), dtype=np.int64)
         for a in range(n_a):
             rows = np.flatnonzero(m.agent == a)
@@ -131,7 +133,7 @@ def place_agents(
     else:
         rng = np.random.default_rng(np.random.SeedSequence(seed))
         replays = []
-        for pair in _pairs(len(m), seed, True, shuffles):
+        for pair in _pairs(len(m), seed, False, orders):
             u = rng.random(len(m))
             j = rng.binomial(n_t_of, u)  # the test case's matches before the newcomer's, at time u
             replays.append((u, j))

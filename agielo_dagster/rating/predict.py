@@ -23,11 +23,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeAlias
 
 import numpy as np
 import pandas as pd
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
 from .frames import (
     MatchTableError,
@@ -40,6 +40,9 @@ from .frames import (
     to_pandas,
 )
 from .scoring import Scoring, identity
+
+Floats: TypeAlias = "np.float64 | NDArray[np.float64]"
+"""What the predictions return: a scalar for scalar inputs, else an array (they broadcast like numpy)."""
 
 __all__ = [
     "ScoreLink",
@@ -74,12 +77,12 @@ class ScoreLink:
     score: np.ndarray
     matches: int
 
-    def __call__(self, rating_diff: Any) -> np.ndarray:
+    def __call__(self, rating_diff: ArrayLike) -> np.ndarray:
         """E[S] at R_a − R_t (broadcasts like numpy)."""
         return np.interp(np.asarray(rating_diff, dtype=np.float64), self.rating_diff, self.score)
 
 
-def link_from_diffs(rating_diff: Any, score: ArrayLike) -> ScoreLink:
+def link_from_diffs(rating_diff: ArrayLike, score: ArrayLike) -> ScoreLink:
     """The isotonic (least-squares, non-decreasing) regression of ``score`` on ``rating_diff``, as a :class:`ScoreLink`.
 
     Raises ``ValueError`` when there is nothing to fit (no match, or a non-finite value).
@@ -135,7 +138,7 @@ def score_link(matches: Table, test_cases: Table, agents: Table) -> ScoreLink:
 
 def expected_score(
     agent_rating: ArrayLike, test_case_rating: ArrayLike, *, sigma: ArrayLike | None = None, link: ScoreLink | None = None
-) -> Any:
+) -> Floats:
     """E[S] = 1 / (1 + 10^((R_t − R_a)/400)); broadcasts like numpy.
 
     Parameters
@@ -162,7 +165,7 @@ def expected_score(
     return out[()] if out.ndim == 0 else out
 
 
-def combined_sigma(agent_sigma: Any, test_case_sigma: Any) -> Any:
+def combined_sigma(agent_sigma: ArrayLike, test_case_sigma: ArrayLike) -> Floats:
     """√(σ_a² + σ_t²): the deviation of a rating difference, for ``expected_score(..., sigma=)``."""
     return np.hypot(np.asarray(agent_sigma, dtype=np.float64), np.asarray(test_case_sigma, dtype=np.float64))
 
@@ -174,7 +177,7 @@ def expected_metric(
     *,
     sigma: ArrayLike | None = None,
     link: ScoreLink | None = None,
-) -> Any:
+) -> Floats:
     """E[M] = f⁻¹(E[S]) in the metric's own units (identity scoring by default); ``sigma``, ``link`` as in :func:`expected_score`.
 
     For a linear scoring (``identity``, ``minmax``) f⁻¹(E[S]) is the expected metric itself.
@@ -190,7 +193,7 @@ def oracle_rating(hardest_test_case_rating: float, confidence: float) -> float:
     return hardest_test_case_rating + 400.0 * math.log10(confidence / (1.0 - confidence))
 
 
-def share_beaten(agent_rating: ArrayLike, test_case_ratings: ArrayLike, confidence: float = 0.5) -> Any:
+def share_beaten(agent_rating: ArrayLike, test_case_ratings: ArrayLike, confidence: float = 0.5) -> Floats:
     """Percentage of test cases the agent beats with at least ``confidence``.
 
     Computed as the AGI-Elo site does: the empirical CDF of the sorted test-case
@@ -209,7 +212,7 @@ def _confidence_label(c: float) -> str:
     return f"{100 * c:g}".replace(".", "_")
 
 
-def _ratings(df: Any, id_column: str, what: str) -> tuple[pd.DataFrame, np.ndarray]:
+def _ratings(df: Table, id_column: str, what: str) -> tuple[pd.DataFrame, np.ndarray]:
     pdf = to_pandas(df)
     require_columns(pdf, (id_column, "mu"), what)
     if len(pdf) == 0:

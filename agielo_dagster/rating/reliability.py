@@ -47,13 +47,18 @@ them (one rating pass per twin).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from .frames import Matches, Table, encode_matches, flavour_of, to_flavour, to_pandas
 from .order_reliability import BIN_EDGES, BIN_LO, BIN_WIDTH, N_BINS, RELIABILITY_COLUMNS
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from .glicko import RatingResult
 
 __all__ = [
     "BIN_EDGES",
@@ -71,7 +76,7 @@ TWIN_COLUMNS = ("mae_twin", "mae_twin_hi", "miscalibration_visible")
 DEFAULT_TWINS = 10
 
 
-def reliability(matches: Table, result: Any, *, twins: int = DEFAULT_TWINS, seed: int = 0) -> Any:
+def reliability(matches: Table, result: RatingResult, *, twins: int = DEFAULT_TWINS, seed: int = 0) -> Table:
     """One row per snapshot fraction: ``fraction, rho_test_cases, rho_agents, mae, mse, matches_outside_bins, orders``,
     and the yardstick ``mae_twin, mae_twin_hi, miscalibration_visible`` on the 100 % row (null on the others).
 
@@ -146,7 +151,7 @@ def _binned_mae(
     return float(np.sum(count * np.abs(expected - empirical)) / count.sum())
 
 
-def calibration_twins(matches: Table, result: Any, *, twins: int = DEFAULT_TWINS, seed: int = 0) -> CalibrationYardstick:
+def calibration_twins(matches: Table, result: RatingResult, *, twins: int = DEFAULT_TWINS, seed: int = 0) -> CalibrationYardstick:
     """Rate ``twins`` perfectly calibrated twins of the benchmark and measure their binned MAE at 100 %.
 
     Parameters
@@ -196,8 +201,8 @@ def calibration_twins(matches: Table, result: Any, *, twins: int = DEFAULT_TWINS
         ta_mu, _, tt_mu, tt_sig = final_ratings(
             twin,
             seed=settings["seed"],
-            shuffles=settings["orders"],
-            shuffle=settings["shuffle"],
+            orders=settings["orders"],
+            row_order=settings["row_order"],
             init_mu=settings["init_mu"],
             init_sigma=settings["init_sigma"],
         )
@@ -228,7 +233,7 @@ def calibration_twins(matches: Table, result: Any, *, twins: int = DEFAULT_TWINS
     )
 
 
-def with_yardstick(table: Any, yardstick: CalibrationYardstick | None) -> Table:
+def with_yardstick(table: Table, yardstick: CalibrationYardstick | None) -> Table:
     """The reliability table with ``mae_twin, mae_twin_hi, miscalibration_visible`` on its 100 % row (null elsewhere).
 
     With ``yardstick=None`` the three columns are there and null (no twins were rated).
@@ -243,7 +248,7 @@ def with_yardstick(table: Any, yardstick: CalibrationYardstick | None) -> Table:
     return to_flavour(frame, flavour)
 
 
-def _ratings_of(players: Any, id_column: str, ids: np.ndarray) -> np.ndarray:
+def _ratings_of(players: Table, id_column: str, ids: np.ndarray) -> np.ndarray:
     """``mu`` of each of ``ids`` (NaN for an unknown one), converting only the two columns needed."""
     if flavour_of(players) == "arrow":  # looked up in arrow: no pandas index of a wide benchmark's ids
         import pyarrow as pa
@@ -261,7 +266,7 @@ def _ratings_of(players: Any, id_column: str, ids: np.ndarray) -> np.ndarray:
     return frame.set_index(id_column)["mu"].reindex(ids).to_numpy()
 
 
-def _plain_arrow_matches(matches: Any) -> bool:
+def _plain_arrow_matches(matches: Table) -> bool:
     """An arrow match table with string (or dictionary) ids, numeric scores and no missing value: read as it is."""
     import pyarrow as pa
 
@@ -278,7 +283,7 @@ def _plain_arrow_matches(matches: Any) -> bool:
     return ids_ok and (pa.types.is_floating(columns[2].type) or pa.types.is_integer(columns[2].type))
 
 
-def _arrow_codes(column: Any, players: Any, id_column: str) -> tuple[np.ndarray, Any, np.ndarray]:
+def _arrow_codes(column: pa.ChunkedArray, players: Table, id_column: str) -> tuple[np.ndarray, pa.Array, np.ndarray]:
     """Each match's code among the sorted distinct ids (as :func:`encode_matches` numbers them), those ids
     (arrow strings) and each one's ``mu`` (NaN for an unknown one), without converting an id to Python."""
     import pyarrow as pa

@@ -95,7 +95,7 @@ class SequentialPlacement:
     matches: pd.DataFrame = field(repr=False)
 
 
-def _revealer(results: Any) -> Callable[[list[str]], pd.DataFrame]:
+def _revealer(results: Table | Callable[[list[str]], Table]) -> Callable[[list[str]], pd.DataFrame]:
     """A function from test-case ids to the agent's results on them."""
     if callable(results):
         return lambda ids: to_pandas(results(list(ids)))
@@ -153,7 +153,7 @@ def _design_weights(pool, draws) -> pd.Series:
 
 
 def place_sequentially(
-    results: Any,
+    results: Table | Callable[[list[str]], Table],
     test_cases: Table,
     *,
     budget: int | float,
@@ -165,7 +165,7 @@ def place_sequentially(
     seed: int = 0,
     spread: float = DEFAULT_SPREAD,
     uniform_share: float = DEFAULT_UNIFORM_SHARE,
-    **place_options: Any,
+    **place_options: float,
 ) -> SequentialPlacement:
     """Place one new agent by revealing its results a batch at a time, chosen adaptively.
 
@@ -214,7 +214,7 @@ def place_sequentially(
         Share of the sample allocated in proportion to the strata's sizes (``stratified``) or of the
         draw probability spread uniformly (``importance``), in (0, 1]: bounds every weight.
     **place_options
-        Passed to :func:`place_on_subset` (``shuffles``, ``init_mu``, ``init_sigma``).
+        Passed to :func:`place_on_subset` (``orders``, ``init_mu``, ``init_sigma``).
 
     Returns
     -------

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -24,6 +25,7 @@ from .graph import warn_disconnected
 from .intervals import interval_ranks, z_of
 from .placement import place_agents
 from .schema import MATCH_COLUMNS
+from .settings import accepts_old_names
 
 __all__ = ["SLICE_COLUMNS", "query_ranking", "slice_ratings", "slice_test_cases"]
 
@@ -52,7 +54,7 @@ def _is_list(value: Any) -> bool:
     return isinstance(value, (list, tuple, np.ndarray))
 
 
-def slice_test_cases(tags: Any, *, known: Any = None) -> pd.DataFrame:
+def slice_test_cases(tags: Table, *, known: Iterable[str] | None = None) -> pd.DataFrame:
     """Every (tag, value, test case) of a tag table: one row per test case and value, multi-valued tags exploded.
 
     ``tags`` has ``test_case_id`` and one column per tag (text, or lists of text for a
@@ -93,15 +95,16 @@ def _missing(value: Any) -> bool:
         return False
 
 
+@accepts_old_names
 def slice_ratings(
     matches: Table,
     test_cases: Table,
-    tags: Any,
+    tags: Table,
     *,
     min_test_cases: int = 20,
     level: float = 0.9,
     max_values_per_tag: int = 50,
-    shuffles: int = DEFAULT_ORDERS,
+    orders: int = DEFAULT_ORDERS,
     seed: int | None = 42,
 ) -> Table:
     """Every agent's rating on every slice (tag value) with at least ``min_test_cases`` rated test cases.
@@ -122,7 +125,7 @@ def slice_ratings(
         Confidence level of ``mu_lo, mu_hi``.
     max_values_per_tag : int
         At most this many slices per tag, the largest first (an id-like tag makes no slices).
-    shuffles, seed : int, int
+    orders, seed : int, int
         :func:`~agielo_dagster.rating.place_agents`'s replays and their seed.
 
     Returns
@@ -144,7 +147,7 @@ def slice_ratings(
     require_columns(tc, ("test_case_id", "mu"), "test-case table")
     rating_of = pd.Series(tc["mu"].to_numpy(dtype=np.float64), index=tc["test_case_id"].astype(str))
     match_ids = frame["test_case_id"].astype(str)
-    settings = dict(level=level, shuffles=shuffles, seed=seed)
+    settings = dict(level=level, orders=orders, seed=seed)
     overall = to_pandas(place_agents(frame, tc, **settings)).set_index("agent_id")["mu"]
     members = slice_test_cases(tags, known=match_ids.unique())
     rows = []
@@ -190,7 +193,7 @@ def _weighted_wins(table: np.ndarray, present: np.ndarray, weights: np.ndarray) 
 
 
 def query_ranking(
-    selected_matches: Any,
+    selected_matches: Table,
     *,
     alpha: float = 0.1,
     resamples: int = 200,

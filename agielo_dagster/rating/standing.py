@@ -22,7 +22,6 @@ agents that share first place: rated agents that no interval puts below another 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -44,7 +43,7 @@ def _cases(n: int) -> str:
     return f"{n} test case{'' if n == 1 else 's'}"
 
 
-def agent_standings(agents: Table, partial_uploads: Any = None) -> Table:
+def agent_standings(agents: Table, partial_uploads: Table | None = None) -> Table:
     """The agent table with each agent's ``status`` and ``status_reason``; ranks kept only where they compare.
 
     Parameters
@@ -130,7 +129,7 @@ def _unplaced_reason(n: int) -> str:
     return f"none of its {_cases(n)} is rated in this benchmark"
 
 
-def _partial_uploads(partial_uploads: Any) -> dict[str, dict[str, int]]:
+def _partial_uploads(partial_uploads: Table | None) -> dict[str, dict[str, int]]:
     if partial_uploads is None:
         return {}
     frame = to_pandas(partial_uploads)

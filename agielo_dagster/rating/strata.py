@@ -83,7 +83,7 @@ def _agent_estimate(agent_rating: Any, agent_sigma: Any) -> tuple[float, float] 
     return mu, sigma
 
 
-def _candidates(test_cases: Any, exclude: Iterable[Any]) -> pd.DataFrame:
+def _candidates(test_cases: Table, exclude: Iterable[str]) -> pd.DataFrame:
     """``test_case_id, mu, sigma`` of the rated test cases not excluded (σ = 0 when the table has none)."""
     tc = to_pandas(test_cases)
     require_columns(tc, ("test_case_id", "mu"), "test-case table")
@@ -94,7 +94,7 @@ def _candidates(test_cases: Any, exclude: Iterable[Any]) -> pd.DataFrame:
     return pd.DataFrame({"test_case_id": ids[keep], "mu": mu[keep], "sigma": sigma[keep]})
 
 
-def _excluded(ids: np.ndarray, exclude: Iterable[Any]) -> np.ndarray:
+def _excluded(ids: np.ndarray, exclude: Iterable[str]) -> np.ndarray:
     """Which of ``ids`` (strings) are in ``exclude``, a collection of ids."""
     if isinstance(exclude, (str, bytes)):
         raise ValueError("exclude must be a collection of test-case ids, not one string")
@@ -220,7 +220,7 @@ def default_strata(n_results: int, n_test_cases: int) -> int:
     return max(1, min(MAX_STRATA, n_results // 3, n_test_cases))
 
 
-def stratum_weights(test_cases: Table, test_case_ids: Any, *, n_strata: int | None = None) -> pd.Series:
+def stratum_weights(test_cases: Table, test_case_ids: Iterable[str], *, n_strata: int | None = None) -> pd.Series:
     """Post-stratified design weights of evaluated test cases: N_h / n_h of their difficulty stratum.
 
     The benchmark's test cases are cut into ``n_strata`` strata of equal size by difficulty
@@ -270,7 +270,7 @@ def select_test_cases(
     *,
     agent_rating: ArrayLike | None = None,
     agent_sigma: float | None = None,
-    exclude: Iterable[Any] = (),
+    exclude: Iterable[str] = (),
     method: str = "information",
     seed: int = 0,
     spread: float = DEFAULT_SPREAD,

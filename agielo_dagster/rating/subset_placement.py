@@ -4,7 +4,7 @@ the joint rating's scale by :func:`joint_scale`) and :func:`place_provisional_ag
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
@@ -22,6 +22,7 @@ from .frames import (
 from .glicko import DEFAULT_ORDERS, Q, g
 from .intervals import z_of
 from .placement import place_agents, refuse_unknown_test_cases
+from .settings import accepts_old_names
 from .strata import _candidates, default_strata
 
 DISPERSION_PRIOR = 10.0
@@ -67,11 +68,12 @@ def _frozen_fit(score, mu_t, sig_t, design, prior_mu, prior_sigma) -> tuple[floa
     return float(theta), float(math.sqrt(var))
 
 
+@accepts_old_names
 def joint_scale(
     test_cases: Table,
     theta: ArrayLike,
     *,
-    shuffles: int = DEFAULT_ORDERS,
+    orders: int = DEFAULT_ORDERS,
     seed: int | None = 42,
     init_mu: float = 1500.0,
     init_sigma: float = 350.0,
@@ -88,7 +90,7 @@ def joint_scale(
         The frozen ``test_cases`` of :func:`rate`.
     theta : array_like
         Ratings on the final ratings' scale (Elo).
-    shuffles, seed, init_mu, init_sigma
+    orders, seed, init_mu, init_sigma
         As for :func:`place_agents`.
 
     Returns
@@ -112,20 +114,21 @@ def joint_scale(
             "score": expected.ravel(),
         }
     )
-    placed = to_pandas(place_agents(synthetic, tc, shuffles=shuffles, seed=seed, init_mu=init_mu, init_sigma=init_sigma))
+    placed = to_pandas(place_agents(synthetic, tc, orders=orders, seed=seed, init_mu=init_mu, init_sigma=init_sigma))
     return placed.set_index("agent_id").loc[names, "mu"].to_numpy()
 
 
+@accepts_old_names
 def place_on_subset(
     new_matches: Table,
     test_cases: Table,
     *,
     level: float = 0.9,
-    shuffles: int = DEFAULT_ORDERS,
+    orders: int = DEFAULT_ORDERS,
     seed: int | None = 42,
     init_mu: float = 1500.0,
     init_sigma: float = 350.0,
-    design: Any = None,
+    design: Mapping[str, float] | pd.Series | None = None,
 ) -> Table:
     """Place new agents from any chosen subset of the test cases (an adaptive one too), where a joint re-rating would put them.
 
@@ -153,7 +156,7 @@ def place_on_subset(
         columns when present).
     level : float
         Confidence level of ``mu_lo, mu_hi``.
-    shuffles, seed : int
+    orders, seed : int
         Replays of :func:`place_agents` behind the map f, and their seed.
     init_mu, init_sigma : float
         The new agent's prior (and :func:`place_agents`' start).
@@ -197,7 +200,7 @@ def place_on_subset(
     # the map f to the joint scale (increasing; the replays' noise guarded)
     points = np.column_stack([theta - z * theta_se, theta, theta + z * theta_se]).ravel()
     f = np.maximum.accumulate(
-        joint_scale(tc, points, shuffles=shuffles, seed=seed, init_mu=init_mu, init_sigma=init_sigma).reshape(-1, 3), axis=1
+        joint_scale(tc, points, orders=orders, seed=seed, init_mu=init_mu, init_sigma=init_sigma).reshape(-1, 3), axis=1
     )
     return to_flavour(_placed(m, f, theta, theta_se, z), m.flavour)
 
@@ -227,7 +230,7 @@ SCALE_TEST_CASES = 20_000
 about an Elo, and its cost then stays the same however wide the benchmark is."""
 
 
-def _positions(test_cases: Any, ids: np.ndarray) -> np.ndarray:
+def _positions(test_cases: Table, ids: np.ndarray) -> np.ndarray:
     """Row of each id (strings) in the test-case table; -1 where it has none. A pyarrow table is never converted."""
     if flavour_of(test_cases) == "arrow":
         import pyarrow as pa
@@ -240,19 +243,20 @@ def _positions(test_cases: Any, ids: np.ndarray) -> np.ndarray:
     return pd.Index(ids_of(tc, "test_case_id", "test-case table").astype(str)).get_indexer(pd.Index(ids)).astype(np.int64)
 
 
-def _rows(test_cases: Any, positions: np.ndarray) -> pd.DataFrame:
+def _rows(test_cases: Table, positions: np.ndarray) -> pd.DataFrame:
     """These rows of the test-case table (every column), as pandas: only they are converted."""
     if flavour_of(test_cases) == "arrow":
         return test_cases.take(positions).to_pandas()
     return to_pandas(test_cases).iloc[positions].reset_index(drop=True)
 
 
+@accepts_old_names
 def place_provisional_agents(
     new_matches: Table,
     test_cases: Table,
     *,
     level: float = 0.9,
-    shuffles: int = DEFAULT_ORDERS,
+    orders: int = DEFAULT_ORDERS,
     seed: int | None = 42,
     init_mu: float = 1500.0,
     init_sigma: float = 350.0,
@@ -274,7 +278,7 @@ def place_provisional_agents(
         ``test_case_id, agent_id, metric, score``; every test case must be in the table.
     test_cases : DataFrame or pyarrow.Table
         The frozen ``test_cases`` of :func:`rate` (unique ids, ``mu``, ``sigma`` and the history columns).
-    level, shuffles, seed, init_mu, init_sigma
+    level, orders, seed, init_mu, init_sigma
         As for :func:`place_on_subset`.
     scale_test_cases : int
         Most test cases the map to the joint scale is computed on.
@@ -322,6 +326,6 @@ def place_provisional_agents(
     for a in range(m.n_agents):  # one map per agent, as place_on_subset called per agent
         points = np.array([theta[a] - z * theta_se[a], theta[a], theta[a] + z * theta_se[a]])
         f[a] = np.maximum.accumulate(
-            joint_scale(reference, points, shuffles=shuffles, seed=seed, init_mu=init_mu, init_sigma=init_sigma)
+            joint_scale(reference, points, orders=orders, seed=seed, init_mu=init_mu, init_sigma=init_sigma)
         )
     return _placed(m, f, theta, theta_se, z)

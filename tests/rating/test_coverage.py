@@ -22,7 +22,7 @@ from agielo_dagster.rating.frames import encode_matches
 def _study(sd, share, outcome, replications, **rate_kwargs):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        reps = [replicate(sd, share, outcome, 1000 * r + 7, shuffles=4, **rate_kwargs) for r in range(replications)]
+        reps = [replicate(sd, share, outcome, 1000 * r + 7, orders=4, **rate_kwargs) for r in range(replications)]
     return dict(
         cover=np.concatenate([r.covered for r in reps]).mean(),
         extremes=np.concatenate([r.covered[r.extreme] for r in reps]).mean(),
@@ -134,7 +134,7 @@ def test_refinement_is_the_default_but_for_the_papers_single_order_and_does_not_
     rng = np.random.default_rng(4)
     matches = simulate_matches(rng.normal(1500, 300, 100), rng.normal(1500, 300, 6), seed=5)
     # the paper's single order stays Glicko alone (it reproduces the published ratings); several orders are refined
-    assert rate(matches, shuffle=False, orders=1, with_reliability=False).settings["refine"] is False
+    assert rate(matches, row_order=True, orders=1, with_reliability=False).settings["refine"] is False
     assert rate(matches, seed=3, orders=2, with_reliability=False).settings["refine"] is True
     glicko = rate(matches, seed=3, orders=4, refine=False, with_reliability=False).agents
     refined = rate(matches, seed=3, orders=4, with_reliability=False).agents
@@ -148,7 +148,7 @@ def test_refinement_is_the_default_but_for_the_papers_single_order_and_does_not_
     other = rate(matches, seed=4, orders=4, with_reliability=False).agents
     np.testing.assert_allclose(np.diff(refined["mu"]), np.diff(other["mu"]), atol=0.01)
     # even the paper's single order, refined, lands on the same differences
-    single = rate(matches, shuffle=False, orders=1, refine=True, with_reliability=False).agents
+    single = rate(matches, row_order=True, orders=1, refine=True, with_reliability=False).agents
     np.testing.assert_allclose(np.diff(refined["mu"]), np.diff(single["mu"]), atol=0.01)
 
 

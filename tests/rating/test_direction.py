@@ -78,7 +78,7 @@ def test_slices_and_queries_rate_the_smallest_errors_best(diabetes_benchmark, me
     result = rate(diabetes_benchmark, orders=2, with_reliability=False)
     ids = result.test_cases["test_case_id"]
     tags = pd.DataFrame({"test_case_id": ids, "half": np.where(np.arange(len(ids)) % 2 == 0, "even", "odd")})
-    slices = slice_ratings(diabetes_benchmark, result.test_cases, tags, shuffles=2)
+    slices = slice_ratings(diabetes_benchmark, result.test_cases, tags, orders=2)
     for value, rows in slices.groupby("value"):
         assert _rho(rows.set_index("agent_id")["mu"], mean_error) <= AGREES, value
     query = query_ranking(diabetes_benchmark, resamples=0).set_index("agent_id")["rating"]

@@ -59,7 +59,7 @@ def _matches():
 
 def test_row_order_rating_equals_matches_applied_one_by_one():
     matches = _matches()
-    result = rate(matches, shuffle=False, orders=1)
+    result = rate(matches, row_order=True, orders=1)
     state = {}
     for row in matches.itertuples():
         a = state.get(("a", row.agent_id), (1500.0, 350.0))
@@ -74,7 +74,7 @@ def test_row_order_rating_equals_matches_applied_one_by_one():
 
 
 def test_output_tables_have_the_engine_columns_and_summaries():
-    result = rate(_matches(), shuffle=False, orders=1)
+    result = rate(_matches(), row_order=True, orders=1)
     assert list(result.agents.columns) == [
         "agent_id", "mu", "sigma", "matches", "mean_score", "mean_metric", "mu_order_sd",
         "mu_lo", "mu_hi", "rank", "rank_lo", "rank_hi", "component",
@@ -111,7 +111,7 @@ def test_row_order_does_not_change_the_shuffled_result_ids():
     assert list(rate(shuffled_rows).agents["agent_id"]) == ["m1", "m2", "m3"]
 
 
-def test_several_shuffles_report_mean_and_spread():
+def test_several_orders_report_mean_and_spread():
     rng = np.random.default_rng(5)
     from agielo_dagster.rating import simulate_matches
 
@@ -123,14 +123,14 @@ def test_several_shuffles_report_mean_and_spread():
     # the first of K orders is the single order drawn from the same seed
     from agielo_dagster.rating.glicko import match_orders
 
-    first_of_four = match_orders(len(matches), seed=11, shuffle=True, shuffles=4)[0]
-    (only,) = match_orders(len(matches), seed=11, shuffle=True)
+    first_of_four = match_orders(len(matches), seed=11, orders=4)[0]
+    (only,) = match_orders(len(matches), seed=11)
     np.testing.assert_array_equal(first_of_four, only)
     # the mean over orders lies within the spread of single orders
     per_order = np.array(
         [
-            rate(matches.iloc[o].reset_index(drop=True), shuffle=False, orders=1).agents["mu"]
-            for o in match_orders(len(matches), seed=11, shuffle=True, shuffles=4)
+            rate(matches.iloc[o].reset_index(drop=True), row_order=True, orders=1).agents["mu"]
+            for o in match_orders(len(matches), seed=11, orders=4)
         ]
     )
     np.testing.assert_allclose(multi.agents["mu"], per_order.mean(axis=0), atol=1e-9)
@@ -138,8 +138,8 @@ def test_several_shuffles_report_mean_and_spread():
     # σ is the mixture of the orders' posteriors, not the mean σ
     per_order_sigma = np.array(
         [
-            rate(matches.iloc[o].reset_index(drop=True), shuffle=False, orders=1).agents["sigma"]
-            for o in match_orders(len(matches), seed=11, shuffle=True, shuffles=4)
+            rate(matches.iloc[o].reset_index(drop=True), row_order=True, orders=1).agents["sigma"]
+            for o in match_orders(len(matches), seed=11, orders=4)
         ]
     )
     np.testing.assert_allclose(
@@ -150,7 +150,7 @@ def test_several_shuffles_report_mean_and_spread():
 def test_snapshots_follow_the_authors_milestones():
     assert snapshot_ends([0.01, 0.5, 1.0], 1_000_000).tolist() == [10_000, 500_000, 1_000_000]
     assert snapshot_ends([0.01, 1.0], 7).tolist() == [1, 7]
-    result = rate(_matches(), shuffle=False, orders=1, snapshot_fractions=(0.5, 1.0), test_case_snapshot_fractions=(1.0,))
+    result = rate(_matches(), row_order=True, orders=1, snapshot_fractions=(0.5, 1.0), test_case_snapshot_fractions=(1.0,))
     snaps = result.snapshots
     final = snaps[(snaps.fraction == 1.0) & (snaps.kind == "agent")].set_index("id")
     pd.testing.assert_series_equal(final["mu"], result.agents.set_index("agent_id")["mu"], check_names=False)
@@ -209,8 +209,8 @@ def test_bad_settings_are_refused():
         rate(_matches(), snapshot_fractions=(0.5, 0.2))
     with pytest.raises(ValueError, match="within"):
         rate(_matches(), test_case_snapshot_fractions=(0.0, 1.0))
-    with pytest.raises(ValueError, match="shuffle=True"):
-        rate(_matches(), shuffle=False, orders=3)
+    with pytest.raises(ValueError, match="row_order=False"):
+        rate(_matches(), row_order=True, orders=3)
     with pytest.raises(ValueError, match="init_sigma"):
         rate(_matches(), init_sigma=0.0)
 
@@ -225,7 +225,7 @@ def test_rating_moves_with_the_paper_q_squared_denominator():
 
 
 def test_one_order_reproduces_the_previous_engine_bit_for_bit():
-    """``shuffles=1`` is the paper's single order as earlier versions computed it: these are their numbers, exactly."""
+    """``orders=1`` is the paper's single order as earlier versions computed it: these are their numbers, exactly."""
     from agielo_dagster.rating import simulate_matches
 
     rng = np.random.default_rng(2024)

@@ -62,7 +62,7 @@ def test_additive_fit_equals_least_squares():
 def test_numbers_against_a_hand_computed_case():
     folds = heldout_folds(len(MATCHES), 2, seed=3)
     assert sorted(np.bincount(folds).tolist()) == [4, 4]
-    ours = heldout_check(MATCHES, folds=2, seed=3, shuffles=1, shuffle=False).set_index(["method", "measure"])["value"]
+    ours = heldout_check(MATCHES, folds=2, seed=3, orders=1, row_order=True).set_index(["method", "measure"])["value"]
     predicted = {k: np.empty(len(MATCHES)) for k in ("agielo", "rasch", "agent_mean", "test_case_mean")}
     for f in (0, 1):
         train, test = MATCHES[folds != f], MATCHES[folds == f]
@@ -88,7 +88,7 @@ def test_table_shape_and_graded_measures():
     graded = MATCHES.assign(metric=[9.0, 7.5, 1.0, 8.0, 2.0, 3.0, 0.5, 6.0])
     scoring = minmax(0.0, 10.0)
     graded["score"] = scoring.score(graded["metric"])
-    out = heldout_check(graded, folds=2, seed=3, scoring=scoring, shuffles=2)
+    out = heldout_check(graded, folds=2, seed=3, scoring=scoring, orders=2)
     assert (
         list(out.columns)
         == list(HELDOUT_COLUMNS)
@@ -175,5 +175,5 @@ def test_summary_names_the_default_and_what_it_trails():
     # 3.6 % behind the Rasch and additive fits here, but ahead of the test-case mean
     assert summary["verdict"].startswith("agielo_calibrated mae: more than 2 % behind the rasch fit")
     assert "test-case mean" not in summary["verdict"]
-    binary = heldout_summary(heldout_check(MATCHES, folds=2, seed=3, shuffles=1))
+    binary = heldout_summary(heldout_check(MATCHES, folds=2, seed=3, orders=1))
     assert binary["measure"] == "log_loss" and binary["default_method"] == "agielo"

@@ -18,7 +18,7 @@ def small():
 
 
 def test_orders_come_in_antithetic_pairs_and_the_first_is_the_papers():
-    orders = match_orders(1000, seed=42, shuffle=True, shuffles=5)
+    orders = match_orders(1000, seed=42, orders=5)
     assert len(orders) == 5
     np.testing.assert_array_equal(orders[0], np.random.default_rng(42).permutation(1000))
     np.testing.assert_array_equal(orders[1], orders[0][::-1])
@@ -27,8 +27,8 @@ def test_orders_come_in_antithetic_pairs_and_the_first_is_the_papers():
         np.testing.assert_array_equal(np.sort(order), np.arange(1000))
     # pairs after the first are new permutations, each drawn from its own seed
     assert not np.array_equal(orders[2], orders[0]) and not np.array_equal(orders[4], orders[2])
-    np.testing.assert_array_equal(match_orders(1000, seed=42, shuffle=True, shuffles=5)[4], orders[4])
-    assert not np.array_equal(match_orders(1000, seed=43, shuffle=True, shuffles=5)[2], orders[2])
+    np.testing.assert_array_equal(match_orders(1000, seed=42, orders=5)[4], orders[4])
+    assert not np.array_equal(match_orders(1000, seed=43, orders=5)[2], orders[2])
 
 
 def test_the_bucket_shuffle_draws_every_position_uniformly():
@@ -36,7 +36,7 @@ def test_the_bucket_shuffle_draws_every_position_uniformly():
     n, draws = 12, 4000
     counts = np.zeros((n, n))
     for seed in range(draws // 2):
-        for order in match_orders(n, seed=seed, shuffle=True, shuffles=4)[2:]:
+        for order in match_orders(n, seed=seed, orders=4)[2:]:
             counts[order, np.arange(n)] += 1
     expected = draws / n
     assert np.abs(counts - expected).max() < 5 * np.sqrt(expected)
@@ -99,8 +99,8 @@ def test_antithetic_pairs_are_less_noisy_than_independent_orders(demo_breast_can
     from agielo_dagster.rating.glicko import final_ratings
 
     m = encode_matches(demo_breast_cancer)
-    pairs = np.array([final_ratings(m, seed=s, shuffles=2, workers=1)[0] for s in range(40)])
-    singles = np.array([final_ratings(m, seed=1000 + s, shuffles=1, workers=1)[0] for s in range(80)])
+    pairs = np.array([final_ratings(m, seed=s, orders=2, workers=1)[0] for s in range(40)])
+    singles = np.array([final_ratings(m, seed=1000 + s, orders=1, workers=1)[0] for s in range(80)])
     independent = 0.5 * (singles[0::2] + singles[1::2])
     i, j = np.triu_indices(m.n_agents, 1)
     spread = lambda x: np.std(x[:, i] - x[:, j], axis=0, ddof=1).mean()  # noqa: E731

@@ -340,8 +340,8 @@ def test_provisional_placement_on_a_sample_of_a_wide_benchmark_stays_within_an_e
     joint = matches.agent_id.isin(["agent_0", "agent_1"])
     tc = rate(matches[joint], seed=1, orders=2, with_reliability=False).test_cases
     new = partial_uploads(matches[~joint], ["agent_2", "agent_3", "agent_4"], 30, seed=5)
-    whole = place_provisional_agents(new, tc, shuffles=4, scale_test_cases=len(tc))
-    sample = place_provisional_agents(new, tc, shuffles=4, scale_test_cases=4_000)
+    whole = place_provisional_agents(new, tc, orders=4, scale_test_cases=len(tc))
+    sample = place_provisional_agents(new, tc, orders=4, scale_test_cases=4_000)
     assert (whole[["theta", "theta_se"]] == sample[["theta", "theta_se"]]).all().all()  # the fit reads every test case it played
     assert np.abs(whole["mu"] - sample["mu"]).max() < 1.0, (whole, sample)
     # the interval's ends, 400-700 Elo apart, within 1% of its width (the far tail rests on fewer test cases)

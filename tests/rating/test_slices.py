@@ -36,7 +36,7 @@ def benchmark():
 @pytest.fixture(scope="module")
 def slices(benchmark):
     matches, result, tags = benchmark
-    return slice_ratings(matches, result.test_cases, tags, shuffles=4)
+    return slice_ratings(matches, result.test_cases, tags, orders=4)
 
 
 def test_a_slice_truly_harder_for_one_agent_is_recovered(slices):
@@ -75,15 +75,15 @@ def test_columns_sizes_and_profiles(benchmark, slices):
 def test_a_slice_of_every_test_case_is_the_overall_placement(benchmark):
     matches, result, tags = benchmark
     everything = tags.assign(all="yes")[["test_case_id", "all"]]
-    out = slice_ratings(matches, result.test_cases, everything, shuffles=2)
+    out = slice_ratings(matches, result.test_cases, everything, orders=2)
     assert np.allclose(out["delta"], 0.0)
 
 
 def test_min_test_cases_and_max_values(benchmark):
     matches, result, tags = benchmark
-    out = slice_ratings(matches, result.test_cases, tags[["test_case_id", "subject"]], min_test_cases=1000, shuffles=2)
+    out = slice_ratings(matches, result.test_cases, tags[["test_case_id", "subject"]], min_test_cases=1000, orders=2)
     assert len(out) == 0 and tuple(out.columns) == SLICE_COLUMNS
-    out = slice_ratings(matches, result.test_cases, tags[["test_case_id", "subject"]], max_values_per_tag=1, shuffles=2)
+    out = slice_ratings(matches, result.test_cases, tags[["test_case_id", "subject"]], max_values_per_tag=1, orders=2)
     assert out["value"].nunique() == 1 and out["test_cases"].iloc[0] == tags["subject"].value_counts().max()
     with pytest.raises(ValueError, match="min_test_cases"):
         slice_ratings(matches, result.test_cases, tags, min_test_cases=0)
@@ -100,7 +100,7 @@ def test_tags_of_unknown_test_cases_make_no_slices(benchmark):
     unknown = pd.DataFrame({"test_case_id": ["X1", "X2"], "subject": ["math", "code"], "abilities": [["x"], ["y"]]})
     members = slice_test_cases(unknown, known=["tc000"])
     assert members.empty and list(members.columns) == ["tag", "value", "test_case_id"]
-    assert slice_ratings(matches, result.test_cases, unknown, shuffles=1).empty
+    assert slice_ratings(matches, result.test_cases, unknown, orders=1).empty
 
 
 def test_query_ranking_orders_the_agents_with_intervals(benchmark):

@@ -57,7 +57,7 @@ def benchmark():
         result=result,
         agents=agents,
         tags=tags,
-        slices=slice_ratings(matches, result.test_cases, tags, shuffles=2),
+        slices=slice_ratings(matches, result.test_cases, tags, orders=2),
         masses=ability_masses(difficulties, abilities_of(tags)),
         calibration=binned_calibration(matches, result.test_cases, result.agents),
         gaps=competency_gaps(result.test_cases, result.agents),

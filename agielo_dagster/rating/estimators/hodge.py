@@ -13,8 +13,9 @@ of the flow, Σ w r² / Σ w Y²: 0 for a consistent graph, 1 for a pure cycle. 
 reproduce.
 """
 
+from __future__ import annotations
+
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -22,7 +23,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 from scipy.sparse.linalg import lsqr
 
-from ..frames import MatchTableError, flavour_of, require_columns, to_flavour, to_pandas
+from ..frames import MatchTableError, Table, flavour_of, require_columns, to_flavour, to_pandas
 from ..graph import warn_if_disconnected
 
 
@@ -30,8 +31,8 @@ from ..graph import warn_if_disconnected
 class HodgeRankResult:
     """``scores``: ``item, score, judgments, component`` (highest first); ``pairs``: per pair flow and residual."""
 
-    scores: Any
-    pairs: Any
+    scores: Table
+    pairs: Table
     inconsistency: float
     alignment: float
 
@@ -95,7 +96,7 @@ def _pair_flows(df: pd.DataFrame) -> pd.DataFrame:
     return pairs
 
 
-def hodge_rank(comparisons: Any) -> HodgeRankResult:
+def hodge_rank(comparisons: Table) -> HodgeRankResult:
     """Global scores from pairwise judgments, with the share of inconsistent flow and the alignment rate."""
     flavour = flavour_of(comparisons)
     df = to_pandas(comparisons)

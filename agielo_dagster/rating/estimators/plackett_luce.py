@@ -9,16 +9,16 @@ Plackett-Luce) strengths. Agents may be missing from any subset of test cases; o
 measured on the same test case are compared.
 """
 
-from typing import Any
+from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from ..frames import Matches, MatchTableError, encode_matches, to_flavour
+from ..frames import Matches, MatchTableError, Table, encode_matches, to_flavour
 from ._scale import LOGIT_TO_ELO
 
 
-def pairwise_wins(matches: Any, *, by: str = "score", higher_is_better: bool = True) -> tuple[np.ndarray, np.ndarray]:
+def pairwise_wins(matches: Table, *, by: str = "score", higher_is_better: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """The win matrix ``W[i, j]`` (times agent i beat agent j; a tie adds ½ to both) and the agent ids.
 
     ``by="score"`` (default) compares scores, which honour the metric's direction; ``by="metric"``
@@ -102,14 +102,14 @@ def _check_connected(w: np.ndarray) -> None:
 
 
 def plackett_luce(
-    matches: Any,
+    matches: Table,
     *,
     alpha: float = 0.0,
     by: str = "score",
     higher_is_better: bool = True,
     reference_agent: str | None = None,
     reference_rating: float = 1500.0,
-) -> Any:
+) -> Table:
     """Agent scores from sample-level results, on the Elo scale.
 
     Parameters

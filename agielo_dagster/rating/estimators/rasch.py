@@ -8,16 +8,16 @@ ratings (logit · 400 / ln 10) with the test cases' mean at ``center``, directly
 AGI-Elo: E[S] = 1 / (1 + 10^((R_t − R_a)/400)).
 """
 
-from typing import Any
+from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from ..frames import Matches, encode_matches, flavour_of, to_flavour
+from ..frames import Matches, Table, encode_matches, flavour_of, to_flavour
 from ._scale import LOGIT_TO_ELO
 
 
-def rasch(matches: Any, *, ridge: float = 0.01, center: float = 1500.0, tol: float = 1e-8) -> tuple[Any, Any]:
+def rasch(matches: Table, *, ridge: float = 0.01, center: float = 1500.0, tol: float = 1e-8) -> tuple[Table, Table]:
     """Agent abilities and test-case difficulties.
 
     Returns

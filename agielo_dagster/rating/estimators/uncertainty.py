@@ -11,14 +11,16 @@ test-case sampling, from an analytic variance); two resampling complements:
   Kendall τ against the ranking from all measurements (ONEBench's experiment), per method.
 """
 
-from typing import Any
+from __future__ import annotations
+
+from collections.abc import Iterable
 
 import numpy as np
 import pandas as pd
 from scipy.stats import kendalltau
 
 from .._kernels import run_segment
-from ..frames import Matches, encode_matches, flavour_of, to_flavour
+from ..frames import Matches, Table, encode_matches, flavour_of, to_flavour
 from ..glicko import match_orders
 from ..graph import warn_disconnected
 from ._scale import LOGIT_TO_ELO
@@ -30,7 +32,7 @@ CONFIDENCES = (0.5, 0.9, 0.99)
 
 def _agielo_ratings(m: Matches, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """Final agent and test-case μ of one shuffled Glicko-1 pass on encoded matches."""
-    (order,) = match_orders(len(m), seed=seed, shuffle=True)
+    (order,) = match_orders(len(m), seed=seed)
     o = m.reordered(order)
     a_mu, a_sig = np.full(len(m.agent_ids), 1500.0), np.full(len(m.agent_ids), 350.0)
     t_mu, t_sig = np.full(len(m.test_case_ids), 1500.0), np.full(len(m.test_case_ids), 350.0)
@@ -67,14 +69,14 @@ def _resample_test_cases(m: Matches, rng: np.random.Generator) -> Matches:
 
 
 def bootstrap(
-    matches: Any,
+    matches: Table,
     *,
     n_resamples: int = 200,
     level: float = 0.95,
     seed: int = 0,
     alpha: float = 0.1,
     plackett_luce: bool = True,
-) -> Any:
+) -> Table:
     """Percentile confidence intervals from resampling test cases.
 
     Parameters
@@ -145,14 +147,14 @@ def agent_scores(m: Matches, method: str, *, seed: int = 42, alpha: float = 0.1)
 
 
 def robustness(
-    matches: Any,
-    methods: Any = METHODS,
-    fractions: Any = (0.0, 0.5, 0.9, 0.95, 0.99),
+    matches: Table,
+    methods: str | Iterable[str] = METHODS,
+    fractions: Iterable[float] = (0.0, 0.5, 0.9, 0.95, 0.99),
     *,
     repeats: int = 5,
     seed: int = 0,
     alpha: float = 0.1,
-) -> Any:
+) -> Table:
     """Kendall τ of each method's agent ranking with a share of measurements dropped, against all of them.
 
     Returns

@@ -16,7 +16,6 @@ module plus one line there.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from .base import Scoring, ScoringError
 from .binary import Binary
@@ -48,7 +47,7 @@ def scoring_names() -> tuple[str, ...]:
     return tuple(SCORINGS)
 
 
-def make_scoring(name: str, params: Mapping[str, Any] | None = None) -> Scoring:
+def make_scoring(name: str, params: Mapping[str, object] | None = None) -> Scoring:
     """Build a scoring function from its name and parameters (e.g. from ``benchmark.yaml``)."""
     if name not in SCORINGS:
         raise ScoringError(f"unknown scoring function {name!r}; known: {', '.join(SCORINGS)}", rule="scoring_known")

@@ -60,7 +60,7 @@ class Scoring(ABC):
         """Whether the metric has a finite declared range: graded scores depend on it (not so for a threshold)."""
         return math.isfinite(self.lo) and math.isfinite(self.hi)
 
-    def score(self, metric: Any, *, source: str = "metric") -> np.ndarray:
+    def score(self, metric: ArrayLike, *, source: str = "metric") -> np.ndarray:
         """f(M): the match score of each metric value, as float64 in [0, 1].
 
         Raises :class:`ScoringError` naming the first bad row (NaN, ±inf, or
@@ -86,18 +86,18 @@ class Scoring(ABC):
     def metric(self, score: ArrayLike) -> np.ndarray:
         """f⁻¹(S): the metric value that scores ``score``."""
 
-    def is_worse(self, metric: Any, threshold: float) -> np.ndarray:
+    def is_worse(self, metric: ArrayLike, threshold: float) -> np.ndarray:
         """True where ``metric`` is worse than ``threshold`` in this metric's direction."""
         m = np.asarray(metric, dtype=np.float64)
         return m < threshold if self.higher_is_better else m > threshold
 
-    def to_config(self) -> dict[str, Any]:
+    def to_config(self) -> dict[str, str | dict[str, float | bool]]:
         """The ``{"scoring": name, "params": {...}}`` form accepted by :func:`~agielo_dagster.rating.make_scoring`."""
         params = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)} if dataclasses.is_dataclass(self) else {}
         return {"scoring": self.name, "params": params}
 
 
-def finite_param(name: str, param: str, value: Any) -> float:
+def finite_param(name: str, param: str, value: object) -> float:
     """A number parameter of scoring ``name`` as a float; anything else (a bool, text, NaN) is ``scoring_params``."""
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise ScoringError(f"scoring {name!r} parameter {param} must be a number, got {value!r}", rule="scoring_params")
