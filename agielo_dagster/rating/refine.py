@@ -94,6 +94,8 @@ class RefinedRatings:
         Agents that were refined: those with at least one comparison with another agent.
     iterations : int
         Newton iterations of the agents' solve.
+    skipped : bool
+        The benchmark was too wide to refine (see ``MAX_AGENTS``, ``MAX_PAIRS``): every rating is Glicko's.
     """
 
     agent_mu: np.ndarray
@@ -102,6 +104,7 @@ class RefinedRatings:
     test_case_sigma: np.ndarray
     refined: np.ndarray
     iterations: int
+    skipped: bool = False
 
 
 @numba.njit(cache=True, nogil=True)
@@ -341,7 +344,7 @@ def refine_ratings(
         )
     if too_big or len(m) == 0:
         return RefinedRatings(
-            agent_mu.copy(), np.full(n_a, np.nan), test_case_mu.copy(), test_case_sigma.copy(), np.zeros(n_a, bool), 0
+            agent_mu.copy(), np.full(n_a, np.nan), test_case_mu.copy(), test_case_sigma.copy(), np.zeros(n_a, bool), 0, too_big
         )
     csr_agent = np.empty(len(m), dtype=np.int64)
     csr_score = np.empty(len(m))
