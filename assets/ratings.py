@@ -92,7 +92,8 @@ def ratings(context: dg.AssetExecutionContext, storage: ObjectStorage):
             "provisional_agents": int(by_status.get("provisional", 0)),
             **{f"{status}_agents": int(by_status.get(status, 0)) for status in ("disconnected", "unplaced")},
             "top_tier": ", ".join(top_tier(agents)),
-            **fragility_metadata(context, store, path, agents, result.n_matches),  # fragility of #1 (issue 22)
+            # fragility of #1 (issue 22), re-rated as the ratings were (refined or not)
+            **fragility_metadata(context, store, path, agents, result.n_matches, refine=result.settings["refine"]),
             "top_agents": frame_table(
                 agents, ["rank", "rank_lo", "rank_hi", "agent_id", "mu", "mu_lo", "mu_hi", "mean_metric", "status"], digits=1
             ),
@@ -128,7 +129,7 @@ FRAGILITY_MAX_MATCHES = 200_000
 simulated matches: 11 re-ratings, about 8 times one `rate` call), which would dominate a leaderboard's re-rating."""
 
 
-def fragility_metadata(context, store, path: str, agents: pd.DataFrame, n_matches: int) -> dict:
+def fragility_metadata(context, store, path: str, agents: pd.DataFrame, n_matches: int, *, refine: bool = True) -> dict:
     """``fragility_of_first`` and its companions for ``agent_ratings``: the fewest test cases whose removal
     changes who is first, among the jointly rated agents of the main component, against the top tier
     (``rank == 1``: the agents whose intervals overlap the leader's)."""
@@ -145,7 +146,7 @@ def fragility_metadata(context, store, path: str, agents: pd.DataFrame, n_matche
     ids = joint["agent_id"].astype(str)
     tier = ids[joint["rank"] == 1].tolist()
     try:
-        found = fragility_of_first(matches, tier=tier, candidates=ids.tolist(), seed=SEED, shuffles=DEFAULT_ORDERS)
+        found = fragility_of_first(matches, tier=tier, candidates=ids.tolist(), seed=SEED, shuffles=DEFAULT_ORDERS, refine=refine)
     except ValueError as exc:  # a figure beside the ratings never fails their run
         context.log.warning(f"fragility of first not computed: {exc}")
         return {"fragility_method": f"not computed: {exc}"}

@@ -171,6 +171,29 @@ def pair_meat(start, agent, score, strength, n_agents):
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
+def pair_projection(start, agent, score, strength, c):
+    """Per test case t, Σ_a c_a U_t[a] with U_t[a] = Σ_b [w_ab − (w_ab + w_ba) E_ab] (as :func:`pair_meat`, without q)."""
+    out = np.zeros(len(start) - 1)
+    for t in range(len(start) - 1):
+        lo, hi = start[t], start[t + 1]
+        total = 0.0
+        for i in range(lo, hi):
+            ca = c[agent[i]]
+            if ca == 0.0:
+                continue
+            sa = score[i]
+            xa = strength[agent[i]]
+            acc = 0.0
+            for j in range(lo, hi):
+                sb = score[j]
+                w_ab = sa * (1.0 - sb)
+                acc += w_ab - (w_ab + sb * (1.0 - sa)) * xa / (xa + strength[agent[j]])
+            total += ca * acc
+        out[t] = total
+    return out
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def profiled_information(start, agent, a_strength, t_strength, n_agents):
     """The agents' information with the test cases profiled out: Σ_t [diag(v_t) − v_t v_tᵀ / Σ v_t], v = q²E(1 − E)."""
     info = np.zeros((n_agents, n_agents))
