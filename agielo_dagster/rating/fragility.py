@@ -211,18 +211,11 @@ class _Search:
 
         self.calls += 1
         sub = self.m.subset(keep_test_cases[self.m.test_case])
-        a_mu, _, t_mu, t_sig = final_ratings(sub, seed=self.seed, shuffles=self.shuffles, workers=self.workers)
+        a_mu, a_sig, t_mu, t_sig = final_ratings(sub, seed=self.seed, shuffles=self.shuffles, workers=self.workers)
         if self.refine:  # as rate refines them (its defaults: init_mu 1500, init_sigma 350)
-            import warnings
+            from .refine import refined_final
 
-            from .graph import components
-            from .refine import RefinementSkippedWarning, refine_ratings
-
-            _, a_comp, t_comp = components(sub)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RefinementSkippedWarning)  # too wide: Glicko's, as rate keeps them
-                r = refine_ratings(sub, a_mu, t_mu, t_sig, a_comp, t_comp, init_mu=1500.0, init_sigma=350.0)
-            a_mu, t_mu = r.agent_mu, r.test_case_mu
+            a_mu, _, t_mu, _ = refined_final(sub, a_mu, a_sig, t_mu, t_sig)
         played = np.bincount(sub.agent, minlength=self.m.n_agents) > 0
         return np.where(played, a_mu, -np.inf), t_mu
 

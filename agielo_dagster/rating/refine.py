@@ -400,6 +400,21 @@ def refine_ratings(
     return RefinedRatings(mu, se, t_mu, t_sig, compared, iterations)
 
 
+def refined_final(m, a_mu, a_sig, t_mu, t_sig, *, init_mu: float = 1500.0, init_sigma: float = 350.0):
+    """:func:`rate`'s refinement step on the mean of its orders (``final_ratings``' four arrays): (a_mu, a_sig, t_mu, t_sig).
+
+    An agent's σ is its refined standard error where it was refined (Glicko's elsewhere), as in
+    ``rate``'s agents table; a benchmark too wide to refine keeps the Glicko ratings, silently.
+    """
+    from .graph import components
+
+    _, a_comp, t_comp = components(m)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RefinementSkippedWarning)
+        r = refine_ratings(m, a_mu, t_mu, t_sig, a_comp, t_comp, init_mu=init_mu, init_sigma=init_sigma)
+    return r.agent_mu, np.where(r.refined, r.agent_se, a_sig), r.test_case_mu, r.test_case_sigma
+
+
 def _inverse_on_differences(mat: np.ndarray, component: np.ndarray, compared: np.ndarray) -> np.ndarray:
     """The pseudo-inverse of ``mat``, singular along each component's common shift u_c: (mat + s Σ u_c u_cᵀ)⁻¹ − Σ u_c u_cᵀ / s.
 
