@@ -265,9 +265,11 @@ def place_provisional_agents(
     **Refined benchmarks** (``rated_matches`` and ``rated_agents`` given: the ratings of a
     ``rate(..., refine=True)``, the default): each agent is placed on the refined scale by the
     refinement's own pairwise equations (:func:`~agielo_dagster.rating.refine.place_refined`)
-    against the rated agents' fixed ratings on the test cases it shares with them, each test case
-    weighted by its difficulty stratum as below; ``sigma`` is the sandwich standard error clustered
-    by test case, widened by the rated agents' own standard errors (``sigma`` of ``rated_agents``)
+    against the rated agents' fixed ratings on the test cases it shares with them, every test case
+    weighing alike (as in the joint refinement; the test cases' ratings drop out of the pairwise
+    equations, so no stratum weights are needed); ``sigma`` is the larger of the sandwich standard
+    error clustered by test case and the joint model's profiled information (the refinement's two
+    variances), widened by the rated agents' own standard errors (``sigma`` of ``rated_agents``)
     through their share of its comparisons, and ``mu_lo, mu_hi = mu ∓ z·sigma``. Only the rows of
     ``rated_matches`` on the agents' own test cases are used (one vectorized filter; a pyarrow
     table is filtered, not converted). An agent with no decisive comparison (every rival scored as
