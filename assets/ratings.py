@@ -61,7 +61,9 @@ def ratings(context: dg.AssetExecutionContext, storage: ObjectStorage):
     settings = RatingSettings(seed=SEED)  # the engine's defaults otherwise (DEFAULT_ORDERS orders, refined)
     result = rate_parquet(source, settings=settings)
     reliability_table, yardstick = reliability_with_yardstick(context, store, path, result)
-    agent_table = with_provisional_agents(result.agents, result.test_cases, partial)
+    # refined ratings: provisional agents are placed on the refined scale, against the rated agents' results on their test cases
+    rated_rows = rows_on_test_cases(source, partial.column("test_case_id")) if result.settings["refine"] else None
+    agent_table = with_provisional_agents(result.agents, result.test_cases, partial, rated_rows)
     agents = agent_table.to_pandas().sort_values(["rank", "mu", "agent_id"], ascending=[True, False, True])
     by_status = agents["status"].value_counts()
     test_cases = result.test_cases.select(["test_case_id", "mu", "sigma", "mean_metric"]).to_pandas()
@@ -92,7 +94,8 @@ def ratings(context: dg.AssetExecutionContext, storage: ObjectStorage):
             "provisional_agents": int(by_status.get("provisional", 0)),
             **{f"{status}_agents": int(by_status.get(status, 0)) for status in ("disconnected", "unplaced")},
             "top_tier": ", ".join(top_tier(agents)),
-            **fragility_metadata(context, store, path, agents, result.n_matches),  # fragility of #1 (issue 22)
+            # fragility of #1 (issue 22), re-rated as the ratings were (refined or not)
+            **fragility_metadata(context, store, path, agents, result.n_matches, refine=result.settings["refine"]),
             "top_agents": frame_table(
                 agents, ["rank", "rank_lo", "rank_hi", "agent_id", "mu", "mu_lo", "mu_hi", "mean_metric", "status"], digits=1
             ),
@@ -128,7 +131,7 @@ FRAGILITY_MAX_MATCHES = 200_000
 simulated matches: 11 re-ratings, about 8 times one `rate` call), which would dominate a leaderboard's re-rating."""
 
 
-def fragility_metadata(context, store, path: str, agents: pd.DataFrame, n_matches: int) -> dict:
+def fragility_metadata(context, store, path: str, agents: pd.DataFrame, n_matches: int, *, refine: bool = True) -> dict:
     """``fragility_of_first`` and its companions for ``agent_ratings``: the fewest test cases whose removal
     changes who is first, among the jointly rated agents of the main component, against the top tier
     (``rank == 1``: the agents whose intervals overlap the leader's)."""
@@ -145,7 +148,7 @@ def fragility_metadata(context, store, path: str, agents: pd.DataFrame, n_matche
     ids = joint["agent_id"].astype(str)
     tier = ids[joint["rank"] == 1].tolist()
     try:
-        found = fragility_of_first(matches, tier=tier, candidates=ids.tolist(), seed=SEED, orders=DEFAULT_ORDERS)
+        found = fragility_of_first(matches, tier=tier, candidates=ids.tolist(), seed=SEED, orders=DEFAULT_ORDERS, refine=refine)
     except ValueError as exc:  # a figure beside the ratings never fails their run
         context.log.warning(f"fragility of first not computed: {exc}")
         return {"fragility_method": f"not computed: {exc}"}
@@ -167,8 +170,32 @@ def reliability_with_yardstick(context: dg.AssetExecutionContext, store, path: s
     return with_yardstick(result.reliability, yardstick), yardstick
 
 
-def with_provisional_agents(agents: pa.Table, test_cases: pa.Table, partial: pa.Table) -> pa.Table:
-    """The joint agents, the provisional ones placed against the frozen test-case ratings, and every agent's status.
+def rows_on_test_cases(source, test_case_ids: pa.ChunkedArray) -> pa.Table:
+    """``test_case_id, agent_id, score`` of the benchmark's matches on these test cases, read one row group at a
+    time from the parquet ``source``: memory is the rows kept plus one row group's columns (none when no id is given)."""
+    import pyarrow.parquet as pq
+
+    columns = ["test_case_id", "agent_id", "score"]
+    ids = pc.unique(test_case_ids.cast(pa.string()))
+    file = pq.ParquetFile(source)
+    if len(ids) == 0:
+        return file.schema_arrow.empty_table().select(columns)
+    kept = []
+    for k in range(file.num_row_groups):
+        group = file.read_row_group(k, columns=columns, use_threads=False)
+        kept.append(group.filter(pc.is_in(group.column("test_case_id").cast(pa.string()), value_set=ids)))
+    return pa.concat_tables(kept) if kept else file.schema_arrow.empty_table().select(columns)
+
+
+def with_provisional_agents(
+    agents: pa.Table, test_cases: pa.Table, partial: pa.Table, rated_matches: pa.Table | None = None
+) -> pa.Table:
+    """The joint agents, the provisional ones placed against the frozen ratings, and every agent's status.
+
+    ``rated_matches`` (the benchmark's matches on the partial uploads' test cases, when its ratings were
+    refined): each provisional agent is placed on the refined scale, by the refinement's pairwise equations
+    against the rated agents of its component (``place_provisional_agents`` with ``rated_matches``); None
+    (Glicko ratings): by Glicko replay against the frozen test-case ratings.
 
     A provisional agent gets its interval at the joint table's level; only its test cases that the
     benchmark rates are used, in one component: the main one when any of them lies there (else the
@@ -184,7 +211,7 @@ def with_provisional_agents(agents: pa.Table, test_cases: pa.Table, partial: pa.
     from agielo_dagster.rating.standing import agent_standings
 
     joint = agents.append_column("provisional", pa.array([False] * agents.num_rows))
-    rows, counts = _placed_partial_uploads(joint, test_cases, partial)
+    rows, counts = _placed_partial_uploads(joint, test_cases, partial, rated_matches)
     table = pa.concat_tables([joint, rows]) if rows is not None else joint
     standings = agent_standings(table.to_pandas(), counts)
     schema = joint.schema.append(pa.field("status", pa.string())).append(pa.field("status_reason", pa.string()))
@@ -192,7 +219,9 @@ def with_provisional_agents(agents: pa.Table, test_cases: pa.Table, partial: pa.
     return out.replace_schema_metadata(joint.schema.metadata)  # no pandas dtypes recorded: nullable ints read back as floats
 
 
-def _placed_partial_uploads(joint: pa.Table, test_cases: pa.Table, partial: pa.Table) -> tuple[pa.Table | None, pd.DataFrame]:
+def _placed_partial_uploads(
+    joint: pa.Table, test_cases: pa.Table, partial: pa.Table, rated_matches: pa.Table | None
+) -> tuple[pa.Table | None, pd.DataFrame]:
     """The provisional agents' rows, and per partial upload its test cases, unknown ones and ones outside its component."""
     counts = pd.DataFrame({"agent_id": [], "test_cases": [], "unknown": [], "outside": []})
     if partial.num_rows == 0:
@@ -226,8 +255,13 @@ def _placed_partial_uploads(joint: pa.Table, test_cases: pa.Table, partial: pa.T
     for c in sorted(home.unique()):
         theirs = test_cases if single else test_cases.filter(pc.equal(components, int(c)))
         mine = partial.filter(pa.array(used & (results["component"] == c).to_numpy()))
-        placed = place_provisional_agents(mine, theirs, level=DEFAULT_LEVEL)
         ref = joint.filter(pc.and_(pc.equal(joint.column("component"), int(c)), pc.invert(joint.column("provisional"))))
+        refined = (
+            {}
+            if rated_matches is None
+            else {"rated_matches": rated_matches, "rated_agents": ref.select(["agent_id", "mu", "sigma"])}
+        )
+        placed = place_provisional_agents(mine, theirs, level=DEFAULT_LEVEL, **refined)
         ref_lo, ref_hi = (ref.column(k).to_numpy(zero_copy_only=False) for k in ("mu_lo", "mu_hi"))
         best, worst = ranks_among(placed["mu_lo"], placed["mu_hi"], ref_lo, ref_hi)
         frames.append(placed.assign(component=int(c), rank_lo=best, rank_hi=worst))

@@ -252,7 +252,8 @@ def rate(
         are this engine's ratings, refined; a single order is the AGI-Elo paper's procedure and
         reproduces its published ratings exactly, so it stays Glicko alone (pass ``refine=True``
         to refine it too). Skipped, with a :class:`~agielo_dagster.rating.refine.RefinementSkippedWarning`,
-        above ``refine.MAX_AGENTS`` agents or ``refine.MAX_PAIRS`` agent pairs sharing a test case.
+        above ``refine.MAX_AGENTS`` agents or ``refine.MAX_PAIRS`` agent pairs sharing a test case; the
+        result's ``settings["refine"]`` then says ``False`` (what was done, and what reproduces it).
 
     Returns
     -------
@@ -302,6 +303,8 @@ def rate_encoded(m: Matches, settings: RatingSettings | Mapping[str, Setting], *
     if warn:
         warn_if_disconnected(n_components, a_comp, m.agent_ids, "rate")
 
+    skipped: list[bool] = []  # the refinement skipped (too wide): the result's settings then say refine=False
+
     def tables(o: OrderMoments):
         """The rating tables from the orders (run while the reliability of the first order is still measured)."""
         a_mu_k = o.agents_by_order()
@@ -323,6 +326,7 @@ def rate_encoded(m: Matches, settings: RatingSettings | Mapping[str, Setting], *
             from .refine import refine_ratings
 
             r = refine_ratings(m, a_mu, t_mu, t_sig, a_comp, t_comp, init_mu=float(init_mu), init_sigma=float(init_sigma))
+            skipped.append(r.skipped)
             z = z_of(level)
             a_mu, t_mu, t_sig = r.agent_mu, r.test_case_mu, r.test_case_sigma
             a_sig = np.where(r.refined, r.agent_se, a_sig)
@@ -406,7 +410,7 @@ def rate_encoded(m: Matches, settings: RatingSettings | Mapping[str, Setting], *
         agents=to_flavour(agents, flav),
         snapshots=_from_arrow(snapshots, flav),
         reliability=None if reliability is None else to_flavour(reliability, flav),
-        settings=settings.reproducing(),
+        settings=settings.reproducing() | ({"refine": False} if any(skipped) else {}),
         n_matches=n,
         n_components=n_components,
     )

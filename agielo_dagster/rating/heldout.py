@@ -12,7 +12,8 @@ them. The predictions are scored against what happened:
 Methods, all fitted on the same training folds:
 
 - ``agielo``: the ratings of :func:`~agielo_dagster.rating.rate` (the mean of ``orders``
-  orders), p = 1/(1 + 10^(−(R_a − R_t)/400)), the paper's prediction;
+  orders, refined as ``rate`` refines them: ``refine``), p = 1/(1 + 10^(−(R_a − R_t)/400)), the
+  paper's prediction;
 - ``agielo_sigma``: the same ratings with their deviations, p = 1/(1 + 10^(−g(σ)(R_a − R_t)/400)),
   σ = √(σ_a² + σ_t²) (Glicko's predictive formula);
 - ``agielo_calibrated`` (graded scores only): the same ratings through a calibrated link,
@@ -111,8 +112,14 @@ def heldout_predictions(
     row_order: bool = False,
     ridge: float = 0.01,
     workers: int | None = None,
+    refine: bool | None = None,
 ) -> dict[str, np.ndarray]:
-    """Every match's predicted score by each method, fitted without the match's fold."""
+    """Every match's predicted score by each method, fitted without the match's fold.
+
+    The AGI-Elo ratings and σ are :func:`~agielo_dagster.rating.rate`'s: refined (``refine``; None:
+    unless ``orders`` is 1, as ``rate``), so ``agielo_sigma`` integrates over the refined σ.
+    """
+    refine = orders != 1 if refine is None else bool(refine)
     n_a, n_t = m.n_agents, m.n_test_cases
     binary = bool(np.all((m.score == 0.0) | (m.score == 1.0)))
     out = {name: np.empty(len(m)) for name in HELDOUT_METHODS if not (binary and name == "agielo_calibrated")}
@@ -121,6 +128,10 @@ def heldout_predictions(
         train = m.subset(~test)
         a, t = m.agent[test], m.test_case[test]
         a_mu, a_sig, t_mu, t_sig = final_ratings(train, seed=seed, orders=orders, row_order=row_order, workers=workers)
+        if refine:
+            from .refine import refined_final
+
+            a_mu, a_sig, t_mu, t_sig = refined_final(train, a_mu, a_sig, t_mu, t_sig)
         out["agielo"][test] = expected_score(a_mu[a], t_mu[t])
         out["agielo_sigma"][test] = expected_score(a_mu[a], t_mu[t], sigma=combined_sigma(a_sig[a], t_sig[t]))
         if not binary:
@@ -152,6 +163,7 @@ def heldout_check(
     row_order: bool = False,
     ridge: float = 0.01,
     workers: int | None = None,
+    refine: bool | None = None,
 ) -> Table:
     """How well ratings fitted without a match predict it, beside simple baselines.
 
@@ -167,6 +179,9 @@ def heldout_check(
         The benchmark's scoring, to express predictions in metric units (identity by default).
     orders, row_order : int, bool
         Match orders of the AGI-Elo fit, as in :func:`~agielo_dagster.rating.rate`.
+    refine : bool or None
+        Refine the AGI-Elo fit as :func:`~agielo_dagster.rating.rate` does (None: unless ``orders``
+        is 1): ``agielo`` and ``agielo_sigma`` then use the refined ratings and σ.
     ridge : float
         Ridge penalty of the Rasch fit.
     workers : int
@@ -192,7 +207,9 @@ def heldout_check(
     """
     m = encode_matches(matches)
     fold = heldout_folds(len(m), folds, seed)
-    predictions = heldout_predictions(m, fold, seed=seed, orders=orders, row_order=row_order, ridge=ridge, workers=workers)
+    predictions = heldout_predictions(
+        m, fold, seed=seed, orders=orders, row_order=row_order, ridge=ridge, workers=workers, refine=refine
+    )
     binary = bool(np.all((m.score == 0.0) | (m.score == 1.0)))
     f = scoring or identity()
     losses = {}  # method -> measure -> loss of every match

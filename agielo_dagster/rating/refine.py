@@ -94,6 +94,8 @@ class RefinedRatings:
         Agents that were refined: those with at least one comparison with another agent.
     iterations : int
         Newton iterations of the agents' solve.
+    skipped : bool
+        The benchmark was too wide to refine (see ``MAX_AGENTS``, ``MAX_PAIRS``): every rating is Glicko's.
     """
 
     agent_mu: np.ndarray
@@ -102,6 +104,7 @@ class RefinedRatings:
     test_case_sigma: np.ndarray
     refined: np.ndarray
     iterations: int
+    skipped: bool = False
 
 
 @numba.njit(cache=True, nogil=True)
@@ -165,6 +168,29 @@ def pair_meat(start, agent, score, strength, n_agents):
             for j in range(n):
                 b_mat[row, la[j]] += uk * u[j]
     return b_mat
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def pair_projection(start, agent, score, strength, c):
+    """Per test case t, Σ_a c_a U_t[a] with U_t[a] = Σ_b [w_ab − (w_ab + w_ba) E_ab] (as :func:`pair_meat`, without q)."""
+    out = np.zeros(len(start) - 1)
+    for t in range(len(start) - 1):
+        lo, hi = start[t], start[t + 1]
+        total = 0.0
+        for i in range(lo, hi):
+            ca = c[agent[i]]
+            if ca == 0.0:
+                continue
+            sa = score[i]
+            xa = strength[agent[i]]
+            acc = 0.0
+            for j in range(lo, hi):
+                sb = score[j]
+                w_ab = sa * (1.0 - sb)
+                acc += w_ab - (w_ab + sb * (1.0 - sa)) * xa / (xa + strength[agent[j]])
+            total += ca * acc
+        out[t] = total
+    return out
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -341,7 +367,7 @@ def refine_ratings(
         )
     if too_big or len(m) == 0:
         return RefinedRatings(
-            agent_mu.copy(), np.full(n_a, np.nan), test_case_mu.copy(), test_case_sigma.copy(), np.zeros(n_a, bool), 0
+            agent_mu.copy(), np.full(n_a, np.nan), test_case_mu.copy(), test_case_sigma.copy(), np.zeros(n_a, bool), 0, too_big
         )
     csr_agent = np.empty(len(m), dtype=np.int64)
     csr_score = np.empty(len(m))
@@ -372,6 +398,21 @@ def refine_ratings(
     model = np.diag(_inverse_on_differences(info, agent_component, compared)) * phi
     se = np.where(compared, np.sqrt(np.maximum(np.maximum(model, sandwich), 0.0)), np.nan)
     return RefinedRatings(mu, se, t_mu, t_sig, compared, iterations)
+
+
+def refined_final(m, a_mu, a_sig, t_mu, t_sig, *, init_mu: float = 1500.0, init_sigma: float = 350.0):
+    """:func:`rate`'s refinement step on the mean of its orders (``final_ratings``' four arrays): (a_mu, a_sig, t_mu, t_sig).
+
+    An agent's σ is its refined standard error where it was refined (Glicko's elsewhere), as in
+    ``rate``'s agents table; a benchmark too wide to refine keeps the Glicko ratings, silently.
+    """
+    from .graph import components
+
+    _, a_comp, t_comp = components(m)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RefinementSkippedWarning)
+        r = refine_ratings(m, a_mu, t_mu, t_sig, a_comp, t_comp, init_mu=init_mu, init_sigma=init_sigma)
+    return r.agent_mu, np.where(r.refined, r.agent_se, a_sig), r.test_case_mu, r.test_case_sigma
 
 
 def _inverse_on_differences(mat: np.ndarray, component: np.ndarray, compared: np.ndarray) -> np.ndarray:

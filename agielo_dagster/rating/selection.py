@@ -329,9 +329,13 @@ def placement_study(
     """How well a new agent is placed from ``share`` of a benchmark: each agent left out in turn.
 
     The other agents are rated jointly with :func:`rate` (the frozen test-case ratings); the
-    left-out agent is then placed from its real results, revealed one batch at a time with
-    :func:`place_sequentially` (``share`` of the test cases), and compared with its rating in the
-    joint rating of every agent. ``full`` places it from all its results with :func:`place_agents`.
+    left-out agent's test cases are then chosen from its real results, revealed one batch at a time
+    with :func:`place_sequentially` (``share`` of the test cases), and it is compared with its
+    rating in the joint rating of every agent (the default: refined). ``full`` uses all its
+    results. On refined ratings the agent is placed from the revealed results as the pipeline
+    places a partial upload (:func:`place_provisional_agents` with the other agents' matches and
+    ratings: on the refined scale); on Glicko ratings (a single order) by
+    :func:`place_sequentially`'s own placement, and ``full`` by :func:`place_agents`.
 
     Parameters
     ----------
@@ -359,24 +363,30 @@ def placement_study(
     from .glicko import rate
 
     frame = to_pandas(matches)
-    # placement replays Glicko's pass on frozen test cases: judged on the Glicko scale it estimates (refine=False),
-    # as the refined default's level and spread differ from it (docs/engine.md)
-    joint = to_pandas(rate(frame, seed=1, with_reliability=False, refine=False).agents).set_index("agent_id")["mu"]
+    # the yardstick is the default joint rating (refined unless a single order); placement answers on its scale
+    joint = to_pandas(rate(frame, seed=1, with_reliability=False).agents).set_index("agent_id")["mu"]
     rows = []
     for agent in joint.index:
         mine = frame[frame["agent_id"].astype(str) == str(agent)]
-        rest = to_pandas(
-            rate(frame[frame["agent_id"].astype(str) != str(agent)], seed=2, with_reliability=False, refine=False).test_cases
-        )
+        others = frame[frame["agent_id"].astype(str) != str(agent)]
+        rated = rate(others, seed=2, with_reliability=False)
+        rest = to_pandas(rated.test_cases)
+        # refined: placed by the refinement's pairwise equations against the other agents (as the pipeline places
+        # a partial upload); Glicko: by the replay against the frozen test cases
+        scale = {"rated_matches": others, "rated_agents": to_pandas(rated.agents)} if rated.settings["refine"] else None
         for method in methods:
             for seed in seeds if method != "full" else seeds[:1]:
                 if method == "full":
-                    placed, used = to_pandas(place_agents(mine, rest, level=level)).iloc[0], len(mine)
+                    results, used = mine, len(mine)
+                    if scale is None:
+                        placed = to_pandas(place_agents(mine, rest, level=level)).iloc[0]
                 else:
                     run = place_sequentially(
                         mine, rest, budget=share, batch_size=batch_size, method=method, level=level, seed=seed
                     )
-                    placed, used = run.placement.iloc[0], len(run.test_case_ids)
+                    results, used, placed = run.matches, len(run.test_case_ids), run.placement.iloc[0]
+                if scale is not None:
+                    placed = place_provisional_agents(results, rest, level=level, **scale).iloc[0]
                 rows.append(
                     dict(
                         benchmark=benchmark,

@@ -261,8 +261,26 @@ def place_provisional_agents(
     init_mu: float = 1500.0,
     init_sigma: float = 350.0,
     scale_test_cases: int = SCALE_TEST_CASES,
+    rated_matches: Table | None = None,
+    rated_agents: Table | None = None,
 ) -> pd.DataFrame:
     """Place each agent of ``new_matches`` from its own results, weighted by difficulty stratum: what a benchmark does with partial uploads.
+
+    **Refined benchmarks** (``rated_matches`` and ``rated_agents`` given: the ratings of a
+    ``rate(..., refine=True)``, the default): each agent is placed on the refined scale by the
+    refinement's own pairwise equations (:func:`~agielo_dagster.rating.refine.place_refined`)
+    against the rated agents' fixed ratings on the test cases it shares with them, every test case
+    weighing alike (as in the joint refinement; the test cases' ratings drop out of the pairwise
+    equations, so no stratum weights are needed); ``sigma`` is the larger of the sandwich standard
+    error clustered by test case and the joint model's profiled information (the refinement's two
+    variances), widened by the rated agents' own standard errors (``sigma`` of ``rated_agents``)
+    through their share of its comparisons, and ``mu_lo, mu_hi = mu ∓ z·sigma``. Only the rows of
+    ``rated_matches`` on the agents' own test cases are used (one vectorized filter; a pyarrow
+    table is filtered, not converted). An agent with no decisive comparison (every rival scored as
+    it did on each of its test cases) is placed by the Glicko replay below. ``theta, theta_se`` are
+    the frozen-scale estimate either way.
+
+    **Glicko benchmarks** (``refine`` off, e.g. the paper's single order):
 
     Per agent this is :func:`place_on_subset` with ``design=stratum_weights(test_cases, its test
     cases)``, with the same numbers while the table has at most ``scale_test_cases`` test cases. It
@@ -282,6 +300,10 @@ def place_provisional_agents(
         As for :func:`place_on_subset`.
     scale_test_cases : int
         Most test cases the map to the joint scale is computed on.
+    rated_matches, rated_agents : DataFrame or pyarrow.Table, optional
+        The benchmark's matches (``test_case_id, agent_id, score``; other rows are ignored) and its
+        agents table (``agent_id, mu``, ``sigma``), when its ratings were refined: the agents are then
+        placed on the refined scale. Both or neither.
 
     Returns
     -------
@@ -293,6 +315,9 @@ def place_provisional_agents(
         raise ValueError(f"init_mu must be finite and init_sigma > 0, got {init_mu}, {init_sigma}")
     if isinstance(scale_test_cases, bool) or not isinstance(scale_test_cases, (int, np.integer)) or scale_test_cases < 1:
         raise ValueError(f"scale_test_cases must be an integer >= 1, got {scale_test_cases!r}")
+    if (rated_matches is None) != (rated_agents is None):
+        raise ValueError("rated_matches and rated_agents go together: give both (refined ratings) or neither (Glicko)")
+    refined = rated_matches is not None
     size = int(scale_test_cases)
     m = encode_matches(new_matches, "new match table")
     pos = _positions(test_cases, np.asarray(m.test_case_ids).astype(str))
@@ -321,11 +346,94 @@ def place_provisional_agents(
         fits.append(_frozen_fit(m.score[rows], mu_t[t], sig_t[t], design, float(init_mu), float(init_sigma)))
     theta = np.array([f[0] for f in fits])
     theta_se = np.array([f[1] for f in fits])
-    reference = _rows(test_cases, sample)
-    f = np.empty((m.n_agents, 3))
-    for a in range(m.n_agents):  # one map per agent, as place_on_subset called per agent
+    f = np.full((m.n_agents, 3), np.nan)
+    if refined:
+        f = _refined_placements(m, mu_t, rated_matches, rated_agents, z)
+    glicko = np.flatnonzero(np.isnan(f[:, 1]))
+    reference = _rows(test_cases, sample) if len(glicko) else None
+    for a in glicko:  # one map per agent, as place_on_subset called per agent
         points = np.array([theta[a] - z * theta_se[a], theta[a], theta[a] + z * theta_se[a]])
         f[a] = np.maximum.accumulate(
             joint_scale(reference, points, orders=orders, seed=seed, init_mu=init_mu, init_sigma=init_sigma)
         )
     return _placed(m, f, theta, theta_se, z)
+
+
+def _rated_on(rated_matches: Table, ids: np.ndarray) -> pd.DataFrame:
+    """``test_case_id, agent_id, score`` of the rated matches on these test cases (ids as strings), as pandas."""
+    columns = ["test_case_id", "agent_id", "score"]
+    if flavour_of(rated_matches) == "arrow":
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        keep = pc.is_in(rated_matches.column("test_case_id").cast(pa.string()), value_set=pa.array(ids, pa.string()))
+        rows = rated_matches.select(columns).filter(keep).to_pandas()
+    else:
+        table = to_pandas(rated_matches, tuple(columns))[columns]
+        rows = table[table["test_case_id"].astype(str).isin(ids)]
+    return rows.astype({"test_case_id": str, "agent_id": str, "score": np.float64})
+
+
+def _refined_placements(m, mu_t: np.ndarray, rated_matches: Table, rated_agents: Table, z: float) -> np.ndarray:
+    """(mu − z·se, mu, mu + z·se) of each new agent on the refined scale; NaN where it has no decisive comparison.
+
+    The equations weigh every test case alike, as the joint refinement weighs the agent's results
+    (the test cases' ratings drop out of them, so a subset chosen by difficulty biases nothing under
+    the model). se² = max(the sandwich clustered by test case, 1 / the profiled information
+    Σ_t [v_t − v_t² / (v_t + Σ_b v_bt)], v = q²E(1 − E) against test case t's rating ``mu_t``: the
+    joint refinement's two variances, the larger kept) + Σ_b (share_b · se_b)², share_b the part of
+    the newcomer's information resting on rated agent b (dμ/dμ_b of its equation).
+    """
+    from .refine import place_refined
+
+    ids = np.asarray(m.test_case_ids).astype(str)
+    rated = _rated_on(rated_matches, ids)
+    agents = to_pandas(rated_agents)
+    agents = agents.assign(agent_id=agents["agent_id"].astype(str)).set_index("agent_id")
+    mu_of = agents["mu"].astype(np.float64)
+    se_of = agents["sigma"].astype(np.float64) if "sigma" in agents.columns else pd.Series(0.0, index=mu_of.index)
+    rated = rated[rated["agent_id"].isin(mu_of.index)]
+    code = pd.Index(ids).get_indexer(rated["test_case_id"])  # the new table's test-case codes
+    rival_code, rivals = pd.factorize(rated["agent_id"])
+    rivals = np.asarray(rivals, dtype=object)
+    rival_mu = mu_of.reindex(rivals).to_numpy()
+    rival_se = np.nan_to_num(se_of.reindex(rivals).to_numpy(), nan=0.0)
+    order = np.argsort(code, kind="stable")
+    code, rival_code, rival_score = code[order], rival_code[order], rated["score"].to_numpy()[order]
+    bounds = np.searchsorted(code, np.arange(len(ids) + 1))
+    f = np.full((m.n_agents, 3), np.nan)
+    start = float(np.median(rival_mu)) if len(rival_mu) else 1500.0
+
+    def v_of(mu, mu_test):
+        e = 0.5 * (1.0 + np.tanh(0.5 * Q * (mu - mu_test)))
+        return Q * Q * e * (1.0 - e)
+
+    for a in range(m.n_agents):
+        rows = np.flatnonzero(m.agent == a)
+        t = m.test_case[rows]
+        counts = bounds[t + 1] - bounds[t]
+        if counts.sum() == 0:
+            continue
+        pick = np.concatenate([np.arange(bounds[j], bounds[j + 1]) for j in t])
+        mine = np.repeat(np.arange(len(rows)), counts)  # each pair's row of the agent's results
+        b = rival_code[pick]
+        other = rivals[b] != m.agent_ids[a]  # never compared with a rated row of its own name
+        pick, mine, b = pick[other], mine[other], b[other]
+        s_a, s_b = m.score[rows][mine], rival_score[pick]
+        p = place_refined(s_a, s_b, rival_mu[b], t[mine], start=start)
+        if not np.isfinite(p.se):
+            continue
+        # the profiled information of the joint model, the test cases' ratings fixed at theirs
+        v_a = v_of(p.mu, mu_t[t])
+        v_rest = np.bincount(mine, v_of(rival_mu[b], mu_t[t][mine]), len(rows))
+        has = np.bincount(mine, minlength=len(rows)) > 0
+        info = float(np.sum(np.where(has, v_a - v_a * v_a / (v_a + v_rest), 0.0)))
+        model = 1.0 / info if info > 0 else math.inf
+        # dμ/dμ_b: b's share of the pairwise information
+        n = s_a * (1.0 - s_b) + s_b * (1.0 - s_a)
+        e = 0.5 * (1.0 + np.tanh(0.5 * Q * (p.mu - rival_mu[b])))
+        v = n * e * (1.0 - e)
+        share = np.bincount(b, v, len(rivals)) / v.sum()
+        se = math.sqrt(max(p.se**2, model) + float(np.sum((share * rival_se) ** 2)))
+        f[a] = (p.mu - z * se, p.mu, p.mu + z * se)
+    return f

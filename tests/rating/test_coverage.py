@@ -162,6 +162,9 @@ def test_too_many_agents_keeps_glicko_and_says_so(monkeypatch):
         kept = rate(matches, seed=1, orders=2, refine=True, with_reliability=False).agents
     glicko = rate(matches, seed=1, orders=2, refine=False, with_reliability=False).agents
     np.testing.assert_array_equal(kept["mu"], glicko["mu"])
+    with pytest.warns(refine.RefinementSkippedWarning):
+        said = rate(matches, seed=1, orders=2, refine=True, with_reliability=False).settings
+    assert said["refine"] is False  # what was done (and what reproduces it): placement then stays on the Glicko scale
     np.testing.assert_array_equal(kept["mu_lo"], glicko["mu_lo"])
 
 

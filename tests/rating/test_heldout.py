@@ -142,11 +142,38 @@ def test_graded_default_prediction_beats_the_test_case_mean_on_simulated_absolut
     mae = out[out["measure"] == "mae"].set_index("method")
     # the paper's E[M] = f⁻¹(E[S]) misses the level of graded scores: twice the test-case mean's error (14.1 vs 6.8)
     assert mae.loc["agielo", "value"] > 1.5 * mae.loc["test_case_mean", "value"]
-    # the calibrated link closes it: at least as good as the test-case mean (6.73 vs 6.77) ...
+    # refined ratings (the default): 11.2 vs 6.8 (Glicko's, refine=False: 14.1)
+    # the calibrated link closes it: at least as good as the test-case mean (6.50 vs 6.77; Glicko's 6.73) ...
     assert mae.loc["agielo_calibrated", "value"] <= mae.loc["test_case_mean", "value"]
-    # ... but not within 2 % of the additive model here (6.73 vs 6.50, 3.6 %): README says why
-    assert mae.loc["agielo_calibrated", "value"] <= 1.05 * mae.loc["additive", "value"]
-    assert mae.loc["additive", "folds_better_than_default"] == 5
+    # ... and level with the additive model (6.501 vs 6.497, which is better in 2 folds of 5; Glicko's: 3.6 % behind,
+    # the additive model better in all 5)
+    assert mae.loc["agielo_calibrated", "value"] <= 1.02 * mae.loc["additive", "value"]
+    assert mae.loc["additive", "folds_better_than_default"] <= 2
+
+
+def test_the_agielo_predictions_are_rates_refined_ratings_and_sigma():
+    """Each fold's ``agielo`` and ``agielo_sigma`` come from the ratings ``rate`` reports on the other folds: refined
+    by default (their σ too), Glicko's with ``refine=False`` or a single order."""
+    from agielo_dagster.rating import combined_sigma, expected_score, rate, simulate_matches
+    from agielo_dagster.rating.frames import encode_matches
+    from agielo_dagster.rating.heldout import heldout_predictions
+
+    rng = np.random.default_rng(2)
+    matches = simulate_matches(rng.normal(1500, 600, 60), rng.normal(1500, 600, 6), seed=2, coverage=0.8)
+    m = encode_matches(matches)
+    fold = heldout_folds(len(m), 2, seed=1)
+    for refine in (None, False):
+        got = heldout_predictions(m, fold, seed=5, orders=2, refine=refine)
+        train = matches[fold != 0]
+        test = (fold == 0) & matches["test_case_id"].isin(train["test_case_id"]).to_numpy()  # the rest: the prior
+        rated = rate(train, seed=5, orders=2, with_reliability=False, refine=refine)
+        assert rated.settings["refine"] is (refine is None)
+        agents = rated.agents.set_index("agent_id").loc[matches["agent_id"][test]]
+        cases = rated.test_cases.set_index("test_case_id").loc[matches["test_case_id"][test]]
+        a_mu, t_mu = agents["mu"].to_numpy(), cases["mu"].to_numpy()
+        sigma = combined_sigma(agents["sigma"].to_numpy(), cases["sigma"].to_numpy())
+        np.testing.assert_allclose(got["agielo"][test], expected_score(a_mu, t_mu), rtol=1e-9)
+        np.testing.assert_allclose(got["agielo_sigma"][test], expected_score(a_mu, t_mu, sigma=sigma), rtol=1e-9)
 
 
 def test_graded_default_prediction_on_the_real_regression_benchmark(diabetes_benchmark):

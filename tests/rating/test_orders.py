@@ -114,7 +114,7 @@ def test_a_test_case_of_one_match_is_at_its_start_before_it_and_at_its_final_rat
     rows = [("solo", f"t{t}") for t in range(60)] + [("pair", f"t{t}") for t in range(0, 60, 6)]
     matches = pd.DataFrame(rows, columns=["agent_id", "test_case_id"]).assign(score=rng.integers(0, 2, len(rows)) * 1.0)
     matches["metric"] = matches["score"]
-    result = rate(matches, orders=1, shuffle=False, refine=False, test_case_snapshot_fractions=(0.1, 0.25, 0.5, 1.0))
+    result = rate(matches, orders=1, row_order=True, refine=False, test_case_snapshot_fractions=(0.1, 0.25, 0.5, 1.0))
     final = result.test_cases.set_index("test_case_id")
     shots = result.snapshots[result.snapshots["kind"] == "test_case"]
     for fraction, ends in zip(
