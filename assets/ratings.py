@@ -66,7 +66,11 @@ def ratings(context: dg.AssetExecutionContext, storage: ObjectStorage):
     agent_table = with_provisional_agents(result.agents, result.test_cases, partial, rated_rows)
     agents = agent_table.to_pandas().sort_values(["rank", "mu", "agent_id"], ascending=[True, False, True])
     by_status = agents["status"].value_counts()
-    test_cases = result.test_cases.select(["test_case_id", "mu", "sigma", "mean_metric"]).to_pandas()
+    # the ten hardest in Arrow: a wide benchmark's millions of test-case rows are not converted for them (issue 25)
+    hardest = result.test_cases.select(["test_case_id", "mu", "sigma", "mean_metric"])
+    mu = hardest.column("mu")
+    key = pa.table({"mu": pc.if_else(pc.is_nan(mu), float("-inf"), mu)})  # as nlargest: NaN never among them
+    hardest = hardest.take(pc.select_k_unstable(key, 10, [("mu", "descending")])).to_pandas().dropna(subset=["mu"])
     final = result.reliability.to_pandas().iloc[-1]
     common = {
         "inputs_digest": digest,
@@ -83,7 +87,9 @@ def ratings(context: dg.AssetExecutionContext, storage: ObjectStorage):
         metadata=common
         | {
             "test_cases_outside_main_component": int(pc.sum(pc.not_equal(result.test_cases.column("component"), 0)).as_py() or 0),
-            "hardest_test_cases": frame_table(test_cases.nlargest(10, "mu"), list(test_cases.columns), digits=3),
+            "hardest_test_cases": frame_table(
+                hardest.sort_values("mu", ascending=False, kind="stable"), list(hardest.columns), digits=3
+            ),
         },
     )
     yield dg.Output(
