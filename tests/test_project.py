@@ -95,3 +95,24 @@ def test_one_dagster_release_for_the_base_install_and_every_extra():
         assert version(name) == expected
     for installed in ("dagster-webserver", "dagster-graphql", "dagster-pipes", "dagster-shared", "dagster-dg-core"):
         assert version(installed) == core
+
+
+def test_a_regular_install_ships_every_package_and_page_file():
+    """`pip install .` (the Dockerfile's) installs only what `[tool.setuptools]` names: every folder holding an
+    `__init__.py` under the three package roots must be listed, and every non-Python file the package reads."""
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    roots = {"agielo_dagster": ROOT / "agielo_dagster"} | {
+        name: ROOT / folder for name, folder in setuptools["package-dir"].items()
+    }
+    found = set()
+    for name, folder in roots.items():
+        for init in folder.rglob("__init__.py"):
+            relative = init.parent.relative_to(folder).parts
+            found.add(".".join((name, *relative)))
+    assert set(setuptools["packages"]) == found
+    data = {f"{package}/{pattern}" for package, patterns in setuptools["package-data"].items() for pattern in patterns}
+    for package in found:
+        folder = roots[package] if package in roots else ROOT / package.replace(".", "/")
+        for path in folder.iterdir():
+            if path.is_file() and path.suffix not in (".py", ".pyc"):
+                assert f"{package}/{path.name}" in data, f"{path} is not package data: a regular install leaves it out"
