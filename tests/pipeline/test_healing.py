@@ -47,14 +47,18 @@ from agielo_dagster.domain import store
 
 moment, target = sys.argv[1:3]
 if moment == "after":
-    write = store.Store.write_bytes
 
-    def write_then_die(self, path, data, **kwargs):
-        write(self, path, data, **kwargs)
-        if path == target:
-            os.kill(os.getpid(), signal.SIGKILL)
+    def dying(write):
+        def write_then_die(self, path, *args, **kwargs):
+            write(self, path, *args, **kwargs)
+            if path == target:
+                os.kill(os.getpid(), signal.SIGKILL)
 
-    store.Store.write_bytes = write_then_die
+        return write_then_die
+
+    # every way a file lands: its bytes, or a table streamed to it (the warehouse's outputs, locally)
+    store.Store.write_bytes = dying(store.Store.write_bytes)
+    store.Store.write_parquet = dying(store.Store.write_parquet)
 else:
     replace = os.replace
 
