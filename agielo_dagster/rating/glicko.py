@@ -34,7 +34,7 @@ from numpy.typing import ArrayLike
 from . import _kernels as K
 from .frames import Flavour, Matches, Table, encode_matches, to_flavour, to_pandas
 from .graph import components, warn_if_disconnected
-from .intervals import agent_intervals, interval_ranks, order_variance, z_of
+from .intervals import agent_intervals, interval_ranks, order_variance
 from .order_reliability import RELIABILITY_COLUMNS
 from .orders import (
     HISTORY_LEVELS,
@@ -325,13 +325,14 @@ def rate_encoded(m: Matches, settings: RatingSettings | Mapping[str, Setting], *
         if refine:
             from .refine import refine_ratings
 
-            r = refine_ratings(m, a_mu, t_mu, t_sig, a_comp, t_comp, init_mu=float(init_mu), init_sigma=float(init_sigma))
+            r = refine_ratings(
+                m, a_mu, t_mu, t_sig, a_comp, t_comp, init_mu=float(init_mu), init_sigma=float(init_sigma), level=level
+            )
             skipped.append(r.skipped)
-            z = z_of(level)
             a_mu, t_mu, t_sig = r.agent_mu, r.test_case_mu, r.test_case_sigma
             a_sig = np.where(r.refined, r.agent_se, a_sig)
-            lo = np.where(r.refined, a_mu - z * r.agent_se, lo)
-            hi = np.where(r.refined, a_mu + z * r.agent_se, hi)
+            lo = np.where(r.refined, r.agent_lo, lo)
+            hi = np.where(r.refined, r.agent_hi, hi)
         # --- end of the refinement hook
         rank, rank_lo, rank_hi = interval_ranks(lo, hi, a_comp)
         agents = pd.DataFrame(

@@ -34,12 +34,17 @@ def _study(sd, share, outcome, replications, **rate_kwargs):
 
 @pytest.mark.parametrize(
     "sd, share, outcome",
-    [pytest.param(600, 1.0, "binary", marks=pytest.mark.slow), (400, 0.1, "binary"), (800, 0.3, "graded")],
+    [
+        pytest.param(600, 1.0, "binary", marks=pytest.mark.slow),
+        (400, 0.1, "binary"),
+        (800, 0.3, "graded"),
+        (800, 0.1, "graded"),
+    ],
 )
 def test_intervals_cover_widely_spread_agents(sd, share, outcome):
-    """The issue's regime (sd 600, dense) and two harder ones: coverage ≥ 0.90 overall, extremes ≥ 0.85."""
+    """The issue's regime (sd 600, dense) and three harder ones: coverage ≥ 0.90 overall, extremes ≥ 0.85."""
     f = _study(sd, share, outcome, 8)
-    assert f["cover"] >= 0.88, f  # target 0.90; measured 0.91–0.96 in these regimes
+    assert f["cover"] >= 0.88, f  # target 0.90; measured 0.90–0.96 in these regimes
     assert f["extremes"] >= 0.80, f  # target 0.85; measured 0.88–1.00
     assert f["rank"] >= 0.99, f
     assert f["width"] <= 1.3, f  # against the joint MLE's standard error
@@ -54,8 +59,23 @@ def test_glicko_alone_undercovers_where_the_refinement_covers():
     assert refined["cover"] > 0.85 and abs(refined["slope"] - 1.0) < 0.06
 
 
-OUTSIDE = {(600, 0.1, "binary"), (800, 0.1, "binary"), (800, 0.1, "graded")}
-"""Regimes where the targets are not met (docs/engine.md, "Intervals and ranks you can publish"): 40 test cases an agent."""
+@pytest.mark.parametrize("sd", [600, 800])
+def test_near_separated_agents_are_covered_on_a_compressed_scale(sd):
+    """10 % of pairs, binary: the best agent beats almost every test case it plays (40 an agent).
+
+    Its likelihood is flat above, and the interval reaches up where it is (the penalized profile):
+    measured 0.94–0.96 overall and 0.88–0.94 for the extremes with 8 benchmarks (24: 0.91–0.95 and
+    0.83–0.92). The Firth rating itself stays pulled in: the scale's slope is outside the target
+    (measured 0.84–0.89), the regimes of ``OUTSIDE``.
+    """
+    f = _study(sd, 0.1, "binary", 8)
+    assert f["cover"] >= 0.88 and f["extremes"] >= 0.80 and f["rank"] >= 0.99, f
+    assert f["width"] <= 1.3, f
+    assert 0.78 <= f["slope"] < 0.95, f  # not ~1: see docs/engine.md, "Widely spread agents"
+
+
+OUTSIDE = {(600, 0.1, "binary"), (800, 0.1, "binary")}
+"""Regimes where the targets are not all met (docs/engine.md, "Widely spread agents"): 40 test cases an agent, binary."""
 
 
 @pytest.mark.slow
@@ -70,7 +90,7 @@ OUTSIDE = {(600, 0.1, "binary"), (800, 0.1, "binary"), (800, 0.1, "graded")}
     ],
 )
 def test_intervals_cover_in_the_full_grid(sd, share, outcome):
-    """The grid of ``benchmarks/coverage.py`` but the three regimes outside the targets."""
+    """The grid of ``benchmarks/coverage.py`` but the two regimes outside the targets."""
     f = _study(sd, share, outcome, 16)
     assert f["cover"] >= 0.88 and f["extremes"] >= 0.80 and f["rank"] >= 0.99, f
     assert f["width"] <= 1.3 and f["slope"] == pytest.approx(1.0, abs=0.06), f
