@@ -143,6 +143,23 @@ def test_spearman_ranks_equal_scipys_average_ranks(distinct):
     assert np.array_equal(_ranks(xs), rankdata(xs, method="average"))
 
 
+@pytest.mark.parametrize("run", [2, 33, 300_000])
+def test_spearman_ranks_of_values_closer_than_the_sorted_bits(run):
+    """Values that share their radix-sorted leading bits (relative gaps under 1e-6) are settled exactly: a short run by
+    insertion, a long one by merge sort. A wide benchmark's test cases, rated after one match each, are millions such
+    values; settling them by insertion took time quadratic in the run (1 agent × 10M test cases: hours a snapshot)."""
+    from scipy.stats import rankdata
+
+    from agielo_dagster.rating._kernels import _INSERTION_RUN, _ranks
+
+    assert _INSERTION_RUN < 33  # the parametrization straddles the switch
+    rng = np.random.default_rng(run)
+    xs = np.concatenate([1500.0 + rng.random(run) * 1e-4, rng.normal(1500.0, 300.0, 1000)])
+    xs[: run // 2 : 7] = xs[1]  # ties inside the run
+    rng.shuffle(xs)
+    assert np.array_equal(_ranks(xs), rankdata(xs, method="average"))
+
+
 def _questionnaire(floor: float, seed: int = 2, n_agents: int = 316, n_test_cases: int = 24):
     """Binary answers of 316 respondents to 24 items, P(correct) = floor + (1 − floor)·E (a guessing floor when floor > 0)."""
     rng = np.random.default_rng(seed)
