@@ -120,10 +120,9 @@ def demo_logs(benchmark: str) -> dict[str, pd.DataFrame]:
 
     logs = {}
     # OpenMP on one thread: the demo's models are small (569 and 1,797 samples), and their many short parallel
-    # regions cost more in waking threads than they save. Idle 2 cores (2026-11-26): 45 s and 44 CPU-s against
-    # 64 s and 72 CPU-s on both cores (libgomp's own spin) and 101 s and 100 CPU-s with the short spin of
-    # threads.py; beside 3 busy processes 51 CPU-s against 110 (benchmarks/busy.py). The forests' joblib
-    # threads and the engine's order threads still use every usable core.
+    # regions cost more in waking threads than they save. The whole demo on 2 idle cores (2026-11-26): 44 s and
+    # 46 CPU-s against 49 s and 59 CPU-s on both cores; beside 3 busy processes 50 CPU-s against 70. The
+    # forests' joblib threads and the engine's order threads still use every usable core.
     with warnings.catch_warnings(), threadpool_limits(limits=1, user_api="openmp"):
         warnings.simplefilter("ignore")  # convergence chatter of the weak baselines is expected
         for name, make in demo_models(benchmark).items():
