@@ -1,5 +1,7 @@
 """Ratings of a benchmark (one engine call: snapshots, ratings, reliability) and its competency gaps."""
 
+import json
+
 import dagster as dg
 import pandas as pd
 import pyarrow as pa
@@ -10,6 +12,7 @@ from agielo_dagster.resources.warehouse import free_previous_steps
 from agielo_dagster.domain.layout import warehouse_path
 from agielo_dagster.domain.ledger import read_ledger
 from agielo_dagster.domain.lineage import RATING_VERSION
+from agielo_dagster.domain.standing import FRAGILITY_KEY
 from agielo_dagster.domain.status import DIGEST_KEY
 from agielo_dagster.rating.predict import competency_gaps
 from agielo_dagster.rating.schema import MATCH_COLUMNS
@@ -71,6 +74,11 @@ def ratings(context: dg.AssetExecutionContext, storage: ObjectStorage):
     mu = hardest.column("mu")
     key = pa.table({"mu": pc.if_else(pc.is_nan(mu), float("-inf"), mu)})  # as nlargest: NaN never among them
     hardest = hardest.take(pc.select_k_unstable(key, 10, [("mu", "descending")])).to_pandas().dropna(subset=["mu"])
+    # fragility of #1 (issue 22), re-rated as the ratings were (refined or not): in the metadata, and in the table's
+    # own parquet metadata, which the report and the explorer read
+    fragility = fragility_metadata(context, store, path, agents, result.n_matches, refine=result.settings["refine"])
+    recorded = {**(agent_table.schema.metadata or {}), FRAGILITY_KEY.encode(): json.dumps(fragility, sort_keys=True).encode()}
+    agent_table = agent_table.replace_schema_metadata(recorded)
     final = result.reliability.to_pandas().iloc[-1]
     common = {
         "inputs_digest": digest,
@@ -100,8 +108,7 @@ def ratings(context: dg.AssetExecutionContext, storage: ObjectStorage):
             "provisional_agents": int(by_status.get("provisional", 0)),
             **{f"{status}_agents": int(by_status.get(status, 0)) for status in ("disconnected", "unplaced")},
             "top_tier": ", ".join(top_tier(agents)),
-            # fragility of #1 (issue 22), re-rated as the ratings were (refined or not)
-            **fragility_metadata(context, store, path, agents, result.n_matches, refine=result.settings["refine"]),
+            **fragility,
             "top_agents": frame_table(
                 agents, ["rank", "rank_lo", "rank_hi", "agent_id", "mu", "mu_lo", "mu_hi", "mean_metric", "status"], digits=1
             ),

@@ -18,6 +18,7 @@ from agielo_dagster.domain.layout import explorer_path, figure_path, report_path
 from agielo_dagster.domain.ledger import read_ledger
 from agielo_dagster.domain.lineage import PRESENTATION_VERSION, RATING_VERSION
 from agielo_dagster.domain.matches import test_case_metadata
+from agielo_dagster.domain.standing import fragility_of
 from agielo_dagster.rating.schema import MATCH_COLUMNS
 from agielo_dagster.runs import claim_benchmark
 
@@ -76,6 +77,7 @@ def benchmark_reports(
     digest = digest_of(competency_gap_tables)
     store = storage.store
     agents = agent_ratings.to_pandas()
+    fragility = fragility_of(agent_ratings.schema.metadata)
     # before the test cases are converted: on a wide benchmark its look-up of their ids is the report's peak
     calibration = binned_calibration(match_tables, test_case_ratings, agents[agents["mu"].notna()]).to_pandas()
     test_cases = report_test_cases(test_case_ratings)
@@ -116,6 +118,7 @@ def benchmark_reports(
             digest,
             ledger.description if ledger else "",
             agents=agents,
+            fragility=fragility,
         ).encode()
         store.write_bytes(report_path(benchmark), html)
         explorer = render_explorer(
@@ -129,6 +132,7 @@ def benchmark_reports(
             calibration=calibration,
             gaps=gaps,
             description=ledger.description if ledger else "",
+            fragility=fragility,
         ).encode()
         store.write_bytes(explorer_path(benchmark), explorer)
     artifacts = pd.DataFrame(

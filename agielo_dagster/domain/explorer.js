@@ -166,6 +166,7 @@ function intervalCell(lo, mu, hi, dom) {
 document.getElementById("title").textContent = "AGI-Elo explorer: " + DATA.benchmark;
 document.getElementById("description").textContent = DATA.description || "";
 document.getElementById("headline").textContent = DATA.headline || "";
+document.getElementById("fragility").textContent = DATA.fragility || "";
 (DATA.unusual || []).forEach(function (line) { document.getElementById("unusual").appendChild(el("li", null, line)); });
 
 // ---- leaderboard

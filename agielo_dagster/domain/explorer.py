@@ -36,7 +36,7 @@ import pandas as pd
 
 from ..rating.predict import share_beaten
 from .histogram import histogram_edges
-from .standing import headline, unusual_agents
+from .standing import fragility_line, headline, unusual_agents
 
 __all__ = ["MAX_AGENT_LINES", "MAX_POINTS", "MAX_SLICE_ROWS", "render_explorer"]
 
@@ -53,7 +53,7 @@ AGENT_COLUMNS = ("agent_id", "mu", "mu_lo", "mu_hi", "sigma", "rank", "rank_lo",
 GAP_COLUMNS = ("gap_50", "gap_90", "gap_99", "pct_beaten_50", "pct_beaten_91", "expected_metric_on_hardest")
 TEST_CASE_COLUMNS = ("test_case_id", "mu", "sigma", "matches", "mean_metric")
 _SURROGATE = re.compile("[\ud800-\udfff]")
-_OPTIONS = {"tags", "slices", "masses", "reliability", "calibration", "gaps", "max_points", "description"}
+_OPTIONS = {"tags", "slices", "masses", "reliability", "calibration", "gaps", "max_points", "description", "fragility"}
 
 
 def _page_part(name: str) -> str:
@@ -230,6 +230,7 @@ def explorer_data(benchmark: str, agents: Any, test_cases: Any, **options: Any) 
         "description": _text(description),
         "headline": _text(headline(agents)) if "rank_lo" in agents.columns else "",
         "unusual": [_text(line) for line in unusual_agents(agents)],
+        "fragility": _text(fragility_line(options.get("fragility"))),
         "agents": _agents_data(agents, _frame(gaps), np.sort(finite)),
         "testCases": {
             "total": int(len(test_cases)),
@@ -269,6 +270,7 @@ def render_explorer(
     gaps: Any = None,
     max_points: int = MAX_POINTS,
     description: str = "",
+    fragility: dict | None = None,
 ) -> str:
     """The explorer's HTML text: one self-contained file (module docstring).
 
@@ -298,8 +300,11 @@ def render_explorer(
         Test cases drawn one by one at most.
     description : str
         A line of text under the title.
+    fragility : dict, optional
+        The ``fragility_*`` values of ``agent_ratings``: how many test cases decide who is first, under the headline.
     """
     options = dict(tags=tags, slices=slices, masses=masses, reliability=reliability, calibration=calibration, gaps=gaps)
+    options |= dict(fragility=fragility)
     data = explorer_data(benchmark, agents, test_cases, **options, max_points=max_points, description=description)
     script_hash = base64.b64encode(hashlib.sha256(_SCRIPT.encode("utf-8")).digest()).decode()
     policy = (

@@ -9,7 +9,7 @@ import html
 import pandas as pd
 
 from .layout import warehouse_path
-from .standing import headline, unusual_agents
+from .standing import fragility_line, headline, unusual_agents
 
 TITLES = {
     "rating_distribution": "Difficulty of the test cases and competency of the agents",
@@ -144,6 +144,7 @@ def render_report(
     inputs_digest: str,
     description: str = "",
     agents: pd.DataFrame | None = None,
+    fragility: dict | None = None,
 ) -> str:
     """The report's HTML text.
 
@@ -151,7 +152,8 @@ def render_report(
     ``competency_gap_tables``) the report names the best agent, or the top tier when intervals tie
     it, and lists the provisional, disconnected and unplaced agents with their reasons. The leaderboard
     leads with rank (``=`` where shared), rank range and interval (``mu_lo, mu_hi``, from the gap table
-    or ``agents``).
+    or ``agents``). ``fragility`` (the ``fragility_*`` values of ``agent_ratings``) says under the headline how
+    many test cases decide who is first.
     """
     final = reliability.iloc[-1]
     gap_columns = [
@@ -199,6 +201,7 @@ reliability at 100% of the matches: ρ(test cases) <span id="rho-test-cases">{fi
 ρ(agents) <span id="rho-agents">{final["rho_agents"]:.3f}</span>, MAE <span id="mae">{final["mae"]:.4f}</span>.</p>
 <h2>Agents and their competency gaps</h2>
 <p id="headline">{leaders}</p>
+<p id="fragility">{html.escape(fragility_line(fragility))}</p>
 <ul id="unusual">{unusual}</ul>
 <p class="muted">Rank: <strong>=</strong> where agents share it (no interval separates them); rank range: the best
 and worst ranks the intervals allow; interval: the rating's 90% interval.{zoom}</p>

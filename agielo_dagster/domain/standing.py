@@ -3,20 +3,25 @@
 One wording everywhere: "best X" only when X alone is first (``rank_lo == 1`` for no other rated
 agent); otherwise "top tier (N tied: their intervals overlap): A, B, …". Provisional, disconnected
 and unplaced agents are counted and named (at most :data:`MAX_NAMES` of each), each with its reason.
+How fragile the first place is (the ``fragility_*`` values the ratings step records) is one sentence.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
 
 from ..rating.standing import STATUSES, top_tier
 
-__all__ = ["MAX_NAMES", "headline", "status_counts", "unusual_agents"]
+__all__ = ["FRAGILITY_KEY", "MAX_NAMES", "fragility_line", "fragility_of", "headline", "status_counts", "unusual_agents"]
 
 MAX_NAMES = 5  # names shown per list; the rest are counted
 UNUSUAL = tuple(s for s in STATUSES if s != "rated")
+FRAGILITY_KEY = "agielo_fragility"
+"""The key of ``agent_ratings``' parquet metadata holding the fragility of #1 (JSON of its ``fragility_*`` values)."""
 
 
 def _frame(agents: Any) -> pd.DataFrame:
@@ -69,3 +74,32 @@ def unusual_agents(agents: Any, *, limit: int = MAX_NAMES) -> list[str]:
         if len(mine) > limit:
             lines.append(f"… and {len(mine) - limit} more {status}")
     return lines
+
+
+def fragility_of(schema_metadata: Mapping[bytes, bytes] | None) -> dict:
+    """The ``fragility_*`` values recorded in a table's schema metadata ({} when none were)."""
+    raw = (schema_metadata or {}).get(FRAGILITY_KEY.encode())
+    return json.loads(raw) if raw else {}
+
+
+def fragility_line(fragility: Mapping[str, Any] | None) -> str:
+    """How many test cases decide who is first, in one sentence ('' when it was not recorded).
+
+    ``fragility``: ``fragility_of_first`` (None: the search found no removal that changes it), ``fragility_leader``,
+    ``fragility_flips_to``, ``fragility_method`` (``exact``, ``approx`` or ``not computed: why``) and
+    ``fragility_test_cases``, as :meth:`~agielo_dagster.rating.fragility.Fragility.as_metadata` gives them.
+    """
+    if not fragility or "fragility_method" not in fragility:
+        return ""
+    method = str(fragility["fragility_method"])
+    if method.startswith("not computed"):
+        return f"Fragility of #1 {method}."
+    removals, leader = fragility.get("fragility_of_first"), fragility.get("fragility_leader", "")
+    if removals is None:
+        return f"Fragility of #1: no removal of test cases that the search tried ({method}) puts another agent before {leader}."
+    bound = "" if method == "exact" else "at most "
+    total = int(fragility.get("fragility_test_cases") or 0)
+    return (
+        f"Fragility of #1: removing {bound}{int(removals):,} of {total:,} test cases makes "
+        f"{fragility.get('fragility_flips_to', '')} first instead of {leader} ({method})."
+    )

@@ -1,5 +1,7 @@
 """One wording for who is first and who stands apart (domain.standing): the CLI, the report and the explorer share it."""
 
+import json
+
 import pandas as pd
 
 from agielo_dagster.domain.standing import MAX_NAMES, headline, status_counts, unusual_agents
@@ -33,3 +35,26 @@ def test_unusual_agents_are_counted_and_named_with_their_reasons_bounded():
     assert lines[-1] == "unplaced: g — none of its 10 test cases is rated in this benchmark"
     assert len(lines) == 1 + MAX_NAMES + 1 + 1
     assert unusual_agents(frame.drop(columns="status")) == [] and status_counts(frame.drop(columns="status")) == {}
+
+
+def test_the_fragility_of_first_in_one_sentence_as_recorded():
+    from agielo_dagster.domain.standing import FRAGILITY_KEY, fragility_line, fragility_of
+    from agielo_dagster.rating.fragility import Fragility
+
+    found = Fragility("mlp", 1, "hgb", ("t7",), "approx", ("mlp", "hgb"), 569, 3).as_metadata()
+    recorded = fragility_of({FRAGILITY_KEY.encode(): json.dumps(found).encode()})
+    assert recorded == found
+    assert (
+        fragility_line(recorded)
+        == "Fragility of #1: removing at most 1 of 569 test cases makes hgb first instead of mlp (approx)."
+    )
+    exact = found | {"fragility_method": "exact", "fragility_of_first": 1200, "fragility_test_cases": 5000}
+    assert fragility_line(exact) == "Fragility of #1: removing 1,200 of 5,000 test cases makes hgb first instead of mlp (exact)."
+    none = found | {"fragility_of_first": None}
+    assert (
+        fragility_line(none)
+        == "Fragility of #1: no removal of test cases that the search tried (approx) puts another agent before mlp."
+    )
+    skipped = {"fragility_method": "not computed: 1,000,000 matches (limit 200,000)"}
+    assert fragility_line(skipped) == "Fragility of #1 not computed: 1,000,000 matches (limit 200,000)."
+    assert fragility_line({}) == fragility_line(None) == "" and fragility_of(None) == {}

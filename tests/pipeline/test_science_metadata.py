@@ -27,6 +27,14 @@ def test_ratings_state_the_fragility_of_first_and_gaps_the_range_they_assume(dae
     assert isinstance(ratings["fragility_of_first"], int) and 1 <= ratings["fragility_of_first"] <= 40
     assert ratings["fragility_flips_to"] in set(agents["agent_id"]) - {best}
     assert best in ratings["fragility_tier"]
+    # the report and the explorer say it in one sentence, from agent_ratings' own parquet metadata
+    sentence = (
+        f"removing {'' if ratings['fragility_method'] == 'exact' else 'at most '}{ratings['fragility_of_first']} of 80 "
+        f"test cases makes {ratings['fragility_flips_to']} first instead of {best}"
+    )
+    report = (root / "warehouse/reports/quiz.html").read_text(encoding="utf-8")
+    assert f'<p id="fragility">Fragility of #1: {sentence}' in report
+    assert sentence in (root / "warehouse/explorer/quiz.html").read_text(encoding="utf-8")
 
     gaps_meta = latest_metadata(daemon.instance, "competency_gap_tables", "quiz")
     assert gaps_meta["assumed_metric_range"] == "[0, 10] (minmax)"

@@ -374,8 +374,9 @@ def test_dodged_labels_keep_order_gap_and_bounds():
 
 
 def test_unranked_agents_come_last_badged_and_the_headline_names_the_top(benchmark, browser, tmp_path):
-    """A disconnected agent rated far above the others and an unplaced one: listed after the ranked, never first."""
-    from agielo_dagster.domain.standing import headline
+    """A disconnected agent rated far above the others and an unplaced one: listed after the ranked, never first;
+    under the headline, how many test cases decide who is first."""
+    from agielo_dagster.domain.standing import fragility_line, headline
     from agielo_dagster.rating.standing import agent_standings
 
     run, chromium = browser
@@ -384,7 +385,10 @@ def test_unranked_agents_come_last_badged_and_the_headline_names_the_top(benchma
     ghost = pd.DataFrame({"agent_id": ["ghost"], "test_cases": [10], "unknown": [10], "outside": [0]})
     table = agent_standings(pd.concat([agents, typo], ignore_index=True), ghost)
     path = tmp_path / "statuses.html"
-    path.write_text(render_explorer("quiz", table, benchmark["result"].test_cases, gaps=benchmark["gaps"]), encoding="utf-8")
+    fragility = {"fragility_of_first": 3, "fragility_leader": "a", "fragility_flips_to": "b", "fragility_method": "approx"}
+    fragility |= {"fragility_test_cases": 400}
+    page_text = render_explorer("quiz", table, benchmark["result"].test_cases, gaps=benchmark["gaps"], fragility=fragility)
+    path.write_text(page_text, encoding="utf-8")
     errors = []
 
     def check():
@@ -399,11 +403,17 @@ def test_unranked_agents_come_last_badged_and_the_headline_names_the_top(benchma
         off = [rows.nth(i).inner_text() for i in range(rows.count()) if "off" in (rows.nth(i).get_attribute("class") or "")]
         result = names, ranks, off, page.locator("#headline").inner_text(), page.locator("#unusual li").all_inner_texts()
         lines = page.locator("#agent-lines line.agent").count()
+        shown_fragility = page.locator("#fragility").inner_text()
         context.close()
-        return (*result, lines)
+        return (*result, lines, shown_fragility)
 
-    names, ranks, off, shown_headline, unusual, lines = run(check)
+    names, ranks, off, shown_headline, unusual, lines, shown_fragility = run(check)
     assert errors == []
+    assert (
+        shown_fragility
+        == fragility_line(fragility)
+        == ("Fragility of #1: removing at most 3 of 400 test cases makes b first instead of a (approx).")
+    )
     assert set(names[-2:]) == {"typo", "ghost"} and ranks[-2:] == ["–", "–"]
     on_scale = table[table["status"].isin(["rated", "provisional"])].sort_values("mu", ascending=False)
     assert names[:-2] == on_scale["agent_id"].tolist()  # the ranked by rating, the provisional among them
