@@ -37,7 +37,7 @@ from .domain.incoming import incoming_reason
 from .domain.judgments import stale_judgment_sets
 from .domain.layout import raw_folder, warehouse_folder, warehouse_path
 from .domain.lineage import RATING_VERSION
-from .domain.standing import headline, status_counts, unusual_agents
+from .domain.standing import fragility_line, fragility_of, headline, status_counts, unusual_agents
 from .domain.status import benchmark_state, present_benchmarks
 from .domain.store import StorageError, Store, default_root
 from .inprocess import execute_in_process_without_outputs
@@ -213,6 +213,9 @@ def print_summary(store: Store, summary: RunSummary, out=sys.stdout) -> int:
             f"rho(test cases) {rel['rho_test_cases']:.2f} ({rho_meaning(rel['rho_test_cases'])}), MAE {rel['mae']:.3f}",
             file=out,
         )
+        fragility = fragility_of(store.parquet_metadata(warehouse_path("agent_ratings", benchmark)))
+        if not str(fragility.get("fragility_method", "not computed")).startswith("not computed"):
+            print(f"    {fragility_line(fragility)}", file=out)
         for line in unusual_agents(gaps):
             print(f"    {line}", file=out)
     if summary.judgment_sets_read:

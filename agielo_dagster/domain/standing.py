@@ -76,9 +76,10 @@ def unusual_agents(agents: Any, *, limit: int = MAX_NAMES) -> list[str]:
     return lines
 
 
-def fragility_of(schema_metadata: Mapping[bytes, bytes] | None) -> dict:
-    """The ``fragility_*`` values recorded in a table's schema metadata ({} when none were)."""
-    raw = (schema_metadata or {}).get(FRAGILITY_KEY.encode())
+def fragility_of(schema_metadata: Mapping[bytes, bytes] | Mapping[str, str] | None) -> dict:
+    """The ``fragility_*`` values recorded in a table's schema metadata, keys as bytes (Arrow's) or text ({} when none)."""
+    metadata = schema_metadata or {}
+    raw = metadata.get(FRAGILITY_KEY.encode()) or metadata.get(FRAGILITY_KEY)  # type: ignore[call-overload]
     return json.loads(raw) if raw else {}
 
 

@@ -35,6 +35,9 @@ def test_run_reports_rejections_and_is_idempotent(tmp_path, home):
     assert first.returncode == 0, first.stderr
     assert "ingested 4 upload(s); rated 1 benchmark(s)" in first.stdout
     assert "quiz: 3 agents; best agent_2" in first.stdout
+    lines = first.stdout.splitlines()
+    below = lines[next(i for i, line in enumerate(lines) if "quiz: 3 agents" in line) + 1]
+    assert below.startswith("    Fragility of #1: ") and "agent_2" in below, below  # how many test cases decide it
     assert (
         "rejected: raw/quiz/typo.csv: data row 2 (line 3): correct 'yes' is not a number (rule: metric_numeric)" in first.stdout
     )
