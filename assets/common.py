@@ -26,11 +26,21 @@ SHOWN_ROWS = 20
 
 
 def declared(
-    description: str, group: str, *, code_version: str | None = RATING_VERSION, kinds=("parquet",), tags: dict | None = None
+    description: str,
+    group: str,
+    *,
+    code_version: str | None = RATING_VERSION,
+    kinds=("parquet",),
+    tags: dict | None = None,
+    stored: bool = True,
 ) -> dict:
-    """The settings every asset in the warehouse shares (for ``dg.asset`` and ``dg.AssetOut`` alike)."""
+    """The settings every asset shares (for ``dg.asset`` and ``dg.AssetOut`` alike): the one way assets are declared.
+
+    ``stored``: its output is a table the warehouse IO manager writes; False for an asset that writes its own files
+    and returns a ``MaterializeResult`` (the ledgers).
+    """
     return dict(
-        io_manager_key="warehouse_io_manager",
+        **({"io_manager_key": "warehouse_io_manager"} if stored else {}),
         group_name=group,
         code_version=code_version,
         kinds=set(kinds),

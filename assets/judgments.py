@@ -20,10 +20,9 @@ from agielo_dagster.domain.judgments import (
     read_judgments,
     write_judgment_outcome,
 )
-from agielo_dagster.domain.lineage import RATING_VERSION
 from agielo_dagster.rating.frames import MatchTableError
 
-from .common import OWNERS, TAGS, frame_table, retried_on_storage_errors
+from .common import declared, frame_table, retried_on_storage_errors
 from .ledger import uploads_table
 
 judgment_partitions = dg.DynamicPartitionsDefinition(name="judgment_sets")
@@ -34,15 +33,12 @@ __all__ = ["difficulty_judgments", "judgment_partitions", "judgment_path", "judg
 
 @dg.asset(
     partitions_def=judgment_partitions,
-    io_manager_key="warehouse_io_manager",
-    group_name="judgments",
-    code_version=RATING_VERSION,
-    kinds={"parquet"},
-    owners=OWNERS,
-    tags=TAGS,
-    description="HodgeRank difficulty of every judged item: item, score (higher is harder), judgments, component; "
-    "with the share of inconsistent (cyclic) flow and the alignment rate in the metadata. A judgments file that breaks "
-    "its contract is rejected (judgments ledger, check judgments_accepted) and its scores are empty until it is fixed.",
+    **declared(
+        "HodgeRank difficulty of every judged item: item, score (higher is harder), judgments, component; "
+        "with the share of inconsistent (cyclic) flow and the alignment rate in the metadata. A judgments file that breaks "
+        "its contract is rejected (judgments ledger, check judgments_accepted) and its scores are empty until it is fixed.",
+        "judgments",
+    ),
 )
 def difficulty_judgments(context: dg.AssetExecutionContext, storage: ObjectStorage) -> pd.DataFrame:
     store = storage.store

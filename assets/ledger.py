@@ -25,7 +25,7 @@ from agielo_dagster.domain.status import final_footers, present_benchmarks, rate
 from agielo_dagster.outputs import benchmark_outputs
 from agielo_dagster.runs import claim_benchmark
 
-from .common import OWNERS, TAGS, retried_on_storage_errors
+from .common import declared, retried_on_storage_errors
 from .partitions import benchmark_partitions
 
 SHOWN_ROWS = 100  # uploads listed in the UI's metadata; the ledger file holds them all
@@ -74,13 +74,13 @@ UPLOADS_CHECK = "uploads_accepted"
             "ledger. The benchmarks are rated on their accepted uploads meanwhile.",
         )
     ],
-    group_name="ingest",
-    code_version=INGEST_VERSION,
-    kinds={"parquet"},
-    owners=OWNERS,
-    tags=TAGS,
-    description="The benchmark's uploads, one row per file in raw/<benchmark>/: version, accepted | rejected | refused, "
-    "rows, rule and message. Only new or changed uploads are read. warehouse/upload_ledger/<benchmark>.parquet.",
+    **declared(
+        "The benchmark's uploads, one row per file in raw/<benchmark>/: version, accepted | rejected | refused, "
+        "rows, rule and message. Only new or changed uploads are read. warehouse/upload_ledger/<benchmark>.parquet.",
+        "ingest",
+        code_version=INGEST_VERSION,
+        stored=False,
+    ),
 )
 def upload_ledger(context: dg.AssetExecutionContext, config: LedgerConfig, storage: ObjectStorage):
     benchmark = context.partition_key

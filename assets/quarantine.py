@@ -7,11 +7,10 @@ from agielo_dagster.resources.storage import ObjectStorage
 from agielo_dagster.domain.incoming import incoming_problems
 from agielo_dagster.domain.judgments import judgment_problems
 from agielo_dagster.domain.ledger import read_ledger
-from agielo_dagster.domain.lineage import RATING_VERSION
 from agielo_dagster.domain.status import known_benchmarks, quarantine_digest, scan_raw
 from agielo_dagster.domain.store import Store
 
-from .common import OWNERS, TAGS, retried_on_storage_errors
+from .common import declared, retried_on_storage_errors
 from .ledger import uploads_table
 
 QUARANTINE_COLUMNS = ["benchmark", "agent", "file", "version", "status", "rule", "message"]
@@ -56,14 +55,11 @@ def read_quarantine(store: Store) -> pd.DataFrame:
 
 
 @dg.asset(
-    io_manager_key="warehouse_io_manager",
-    group_name="ingest",
-    code_version=RATING_VERSION,
-    kinds={"parquet"},
-    owners=OWNERS,
-    tags=TAGS,
-    description="Every rejected upload and refused file still present, across benchmarks: file, version, status, rule, "
-    "message. Built from the upload ledgers; a fixed upload leaves it on its next version.",
+    **declared(
+        "Every rejected upload and refused file still present, across benchmarks: file, version, status, rule, "
+        "message. Built from the upload ledgers; a fixed upload leaves it on its next version.",
+        "ingest",
+    )
 )
 def quarantine_report(context: dg.AssetExecutionContext, storage: ObjectStorage) -> dg.Output:
     store = storage.store
