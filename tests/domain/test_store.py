@@ -2,6 +2,7 @@
 
 import io
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -60,3 +61,21 @@ def test_a_killed_writers_temporary_file_is_removed_at_once_others_by_age(tmp_pa
     )
     store.write_bytes("warehouse/agent_ratings/quiz.parquet", b"data")
     assert [p.name for p in folder.iterdir()] == ["quiz.parquet"]
+
+
+def test_a_dictionary_wider_than_a_row_group_is_written_per_row_group(tmp_path, monkeypatch):
+    """A wide benchmark's test-case ids as one dictionary went whole into every row group (issue 25); each row group
+    now carries the ids its rows use, and the table reads back equal."""
+    monkeypatch.setattr(store_module, "ROW_GROUP_ROWS", 100)
+    ids = pa.array(np.char.add("case-", np.arange(1_000).astype(str))).dictionary_encode()
+    table = pa.table({"test_case_id": ids, "mu": np.arange(1_000, dtype=np.float64)})
+    path = tmp_path / "wide.parquet"
+    path.write_bytes(store_module.parquet_bytes(table))
+    back = pq.read_table(path)
+    assert back.column("test_case_id").cast(pa.string()).to_pylist() == ids.cast(pa.string()).to_pylist()
+    assert back.column("mu").to_pylist() == table.column("mu").to_pylist()
+    groups = pq.ParquetFile(path).metadata.num_row_groups
+    assert groups == 10
+    for g in range(groups):
+        piece = pq.ParquetFile(path, read_dictionary=["test_case_id"]).read_row_group(g)
+        assert len(piece.column("test_case_id").chunk(0).dictionary) == 100
