@@ -9,6 +9,10 @@ independent opinion: an upload the contract accepts but the suite fails is rejec
   uploads of a run are validated together);
 - the metric column numeric and, where the scoring function declares one, inside its range;
 - the score (derived from the metric) inside [0, 1].
+
+An upload of more than ``SUITE_ROWS`` rows is validated in parts of about that many, each holding
+every row of its test-case ids (so that each part's uniqueness is the whole's): GX's pandas
+frames of a 10-million-row upload took about 3.4 GB at once (issue 25).
 """
 
 import logging
@@ -18,6 +22,7 @@ from functools import lru_cache
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from .contract import BenchmarkSpec
 
@@ -71,10 +76,12 @@ def upload_suite(spec: BenchmarkSpec):
 
 
 _SUITE_SCHEMA = pa.schema([("test_case_id", pa.string()), ("metric", pa.float64()), ("score", pa.float64())])
+SUITE_ROWS = 1_000_000
+"""The most rows validated in one GX validation (about; see the module docstring)."""
 
 
-def _suite_frame(rows: pa.Table, upload: int = 0) -> pd.DataFrame:
-    """The columns the suite checks, from a normalized upload (test_case_id, metric, score)."""
+def _suite_frame(rows: pa.Table, upload: int | np.ndarray = 0) -> pd.DataFrame:
+    """The columns the suite checks, from a normalized upload (test_case_id, metric, score), and each row's upload."""
     frame = rows.select(["test_case_id", "metric", "score"]).to_pandas(strings_to_categorical=True)
     frame.insert(0, "upload", upload)
     return frame
@@ -110,9 +117,41 @@ def _run_suite(frame: pd.DataFrame, spec: BenchmarkSpec) -> list[Expectation]:
     return outcomes
 
 
+def _run_suite_in_parts(rows: pa.Table, upload: np.ndarray | int, spec: BenchmarkSpec) -> list[Expectation]:
+    """The suite over ``rows`` (each row's ``upload``), in parts of at most about ``SUITE_ROWS`` rows parted by test-case
+    id; the parts' outcomes merged, their rows numbered as in ``rows`` (1-based)."""
+    parts = -(-rows.num_rows // SUITE_ROWS)
+    if parts <= 1:
+        return _run_suite(_suite_frame(rows, upload), spec)
+    ids = rows.column("test_case_id")
+    codes = pc.dictionary_encode(ids.combine_chunks() if isinstance(ids, pa.ChunkedArray) else ids).indices
+    part = codes.fill_null(0).to_numpy(zero_copy_only=False) % parts
+    del codes
+    order = np.argsort(part, kind="stable")
+    bounds = np.searchsorted(part[order], np.arange(parts + 1))
+    del part
+    merged: list[list] = []
+    for k in range(parts):
+        taken = order[bounds[k] : bounds[k + 1]]
+        outcomes = _run_suite(_suite_frame(rows.take(taken), upload if np.isscalar(upload) else upload[taken]), spec)
+        merged = merged or [[e, [], []] for e in outcomes]
+        for entry, e in zip(merged, outcomes, strict=True):
+            entry[1].extend(int(taken[r - 1]) + 1 for r in e.rows)
+            entry[2].extend(e.values)
+            entry[0] = entry[0] if e.success else e
+    results = []
+    for first, found, values in merged:
+        by_row = sorted(range(len(found)), key=found.__getitem__)
+        values = [values[i] for i in by_row] if len(values) == len(found) else values
+        results.append(
+            Expectation(first.expectation, first.column, first.success, tuple(found[i] for i in by_row), tuple(values))
+        )
+    return results
+
+
 def validate_upload(rows: pa.Table, spec: BenchmarkSpec) -> list[Expectation]:
     """Run the GX suite on one normalized upload; rows in the outcomes are its 1-based data rows."""
-    return _run_suite(_suite_frame(rows), spec)
+    return _run_suite_in_parts(rows, 0, spec)
 
 
 def validate_uploads(uploads: list[pa.Table], spec: BenchmarkSpec) -> list[list[Expectation]]:
@@ -125,9 +164,8 @@ def validate_uploads(uploads: list[pa.Table], spec: BenchmarkSpec) -> list[list[
         columns = ["test_case_id", "metric", "score"]
         together = pa.concat_tables([t.select(columns).cast(_SUITE_SCHEMA) for t in uploads])
         upload = np.repeat(np.arange(len(uploads)), [t.num_rows for t in uploads])
-        frame = together.to_pandas(strings_to_categorical=True)
-        frame.insert(0, "upload", upload)
-        combined = _run_suite(frame, spec)
+        combined = _run_suite_in_parts(together, upload, spec)
+        del together
         if all(e.success for e in combined):
             return [combined for _ in uploads]
     return [validate_upload(rows, spec) for rows in uploads]
