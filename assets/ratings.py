@@ -240,13 +240,12 @@ def _placed_partial_uploads(
     if partial.num_rows == 0:
         return None, counts
     from agielo_dagster.rating import DEFAULT_LEVEL, place_provisional_agents, ranks_among
+    from agielo_dagster.rating.frames import row_positions
 
-    # in proportion to the partial uploads' own matches: the test-case table is never converted whole
-    at = pc.index_in(
-        partial.column("test_case_id").cast(pa.string()), value_set=test_cases.column("test_case_id").cast(pa.string())
-    )
+    # in proportion to the partial uploads' own matches: the test-case table is never converted whole, nor its ids hashed
+    at = row_positions(test_cases.column("test_case_id"), partial.column("test_case_id"))
     results = partial.select(["agent_id", "test_case_id"]).to_pandas().astype(str)
-    results["component"] = test_cases.column("component").take(at).to_numpy(zero_copy_only=False)
+    results["component"] = test_cases.column("component").take(pa.array(at, mask=at < 0)).to_numpy(zero_copy_only=False)
     known = results.dropna(subset=["component"])
     home = known.groupby("agent_id")["component"].min()  # the main component (0) when any of its test cases lie there
     used = (results["component"] == results["agent_id"].map(home)).to_numpy()

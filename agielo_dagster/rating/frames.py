@@ -26,8 +26,9 @@ from .schema import MATCH_COLUMNS
 if TYPE_CHECKING:
     import polars as pl
     import pyarrow as pa
+    from numpy.typing import ArrayLike
 
-__all__ = ["MatchTableError", "Matches", "encode_matches", "to_flavour", "to_pandas"]
+__all__ = ["MatchTableError", "Matches", "encode_matches", "row_positions", "to_flavour", "to_pandas"]
 
 Flavour = Literal["pandas", "polars", "arrow"]
 Table: TypeAlias = "pd.DataFrame | pl.DataFrame | pa.Table"
@@ -123,6 +124,34 @@ def ids_of(df: pd.DataFrame, column: str, what: str) -> pd.Series:
     return values if pd.api.types.is_string_dtype(values) else values.astype(str)
 
 
+def row_positions(column: pa.Array | pa.ChunkedArray, ids: ArrayLike | pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """The row of each of ``ids`` in ``column`` (Arrow strings; the first row of an id listed twice), −1 where absent.
+
+    One pass over the column against a hash table of the distinct ``ids``: a test-case table of millions of
+    ids is never hashed itself (that table and its copy of the strings were ~40 bytes a test case, issue 25).
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    ids = (
+        ids.cast(pa.string())
+        if isinstance(ids, (pa.Array, pa.ChunkedArray))
+        else pa.array(np.asarray(ids, dtype=object), pa.string())
+    )
+    distinct = pc.unique(ids)
+    hit = pc.index_in(column.cast(pa.string()), value_set=distinct)  # per row, which of the ids it holds (null: none)
+    if isinstance(hit, pa.ChunkedArray):
+        hit = hit.combine_chunks()
+    rows = np.flatnonzero(hit.is_valid().to_numpy(zero_copy_only=False))
+    which, first = np.unique(hit.drop_null().to_numpy(), return_index=True)
+    row_of = np.full(len(distinct), -1, dtype=np.int64)
+    row_of[which] = rows[first]
+    at = pc.index_in(ids, value_set=distinct)
+    if isinstance(at, pa.ChunkedArray):
+        at = at.combine_chunks()
+    return row_of[at.to_numpy(zero_copy_only=False)] if len(at) else np.empty(0, dtype=np.int64)
+
+
 def test_case_index(tc: pd.DataFrame) -> pd.Index:
     """The test-case table's ids as a unique string index; a repeated id is an error naming it."""
     index = pd.Index(ids_of(tc, "test_case_id", "test-case table").astype(str).to_numpy(dtype=object))
@@ -189,7 +218,7 @@ class Matches:
     score: np.ndarray  # float64 in [0, 1]
     metric: np.ndarray  # float64, finite
     agent_ids: np.ndarray  # object (str)
-    test_case_ids: np.ndarray  # object (str)
+    test_case_ids: np.ndarray | pa.Array  # object (str); Arrow strings from rate_parquet (a wide benchmark's millions)
     flavour: Flavour
 
     def __len__(self) -> int:
@@ -390,6 +419,7 @@ def check_unique_matches(m: Matches, what: str = "match table") -> None:
         first, second, count = first_duplicate(m.agent, m.test_case, m.n_agents, m.n_test_cases, rows)
     if count:
         agent, test_case = m.agent_ids[m.agent[second]], m.test_case_ids[m.test_case[second]]
+        test_case = test_case.as_py() if hasattr(test_case, "as_py") else test_case
         raise MatchTableError(
             f"{what} rows {first} and {second}: agent {agent!r} meets test case {test_case!r} more than once "
             f"({count} repeated row(s); each (agent, test case) pair is one match; rule: match_unique)",

@@ -310,10 +310,8 @@ def rate_encoded(m: Matches, settings: RatingSettings | Mapping[str, Setting], *
         a_mu_k = o.agents_by_order()
         # the test cases' snapshots at the last match are their final ratings (the same sums): not played twice;
         # read first and dropped, like the histories, so that the rest of the tables is built without their sums
-        before_end = o.mean("t_mu_at"), o.sigma("t_mu_at", "t_sig_at")
-        o.drop("t_mu_at", "t_sig_at")
-        after_mu_mean, after_sig = o.mean("t_mu_after"), o.sigma("t_mu_after", "t_sig_after")
-        o.drop("t_mu_after", "t_sig_after")
+        before_end = o.mean_and_sigma("t_mu_at", "t_sig_at")
+        after_mu_mean, after_sig = o.mean_and_sigma("t_mu_after", "t_sig_after")
         a_mu, t_mu = o.mean("a_mu"), o.mean("t_mu")
         a_sig, t_sig = o.sigma("a_mu", "a_sig"), o.sigma("t_mu", "t_sig")
         final_t = t_mu, t_sig  # Glicko's, also where the refinement replaces them below
@@ -354,9 +352,10 @@ def rate_encoded(m: Matches, settings: RatingSettings | Mapping[str, Setting], *
         )
         t_mu_at = [*before_end[0], *[final_t[0]] * (len(tc_ends) - len(played_tc_ends))]
         t_sig_at = [*before_end[1], *[final_t[1]] * (len(tc_ends) - len(played_tc_ends))]
+        arrow_ids = not isinstance(m.test_case_ids, np.ndarray)  # added in Arrow below, never as Python strings
         test_cases = pd.DataFrame(
             {
-                "test_case_id": m.test_case_ids,
+                **({} if arrow_ids else {"test_case_id": m.test_case_ids}),
                 "mu": t_mu,
                 "sigma": t_sig,
                 "matches": t_n,
@@ -407,7 +406,7 @@ def rate_encoded(m: Matches, settings: RatingSettings | Mapping[str, Setting], *
         )
     flav = m.flavour
     return RatingResult(
-        test_cases=to_flavour(test_cases, flav),
+        test_cases=_with_ids(test_cases, m.test_case_ids, flav),
         agents=to_flavour(agents, flav),
         snapshots=_from_arrow(snapshots, flav),
         reliability=None if reliability is None else to_flavour(reliability, flav),
@@ -433,7 +432,11 @@ def _snapshot_table(fractions, agent_ids, a_mu_at, a_sig_at, tc_fractions, test_
         ("test_case", tc_fractions, test_case_ids, t_mu_at, t_sig_at),
     ):
         n = len(ids)
-        strings = pa.array(np.asarray(ids, dtype=object), pa.large_string())
+        strings = (
+            ids.cast(pa.large_string())
+            if isinstance(ids, pa.Array)
+            else pa.array(np.asarray(ids, dtype=object), pa.large_string())
+        )
         kinds = pa.array([kind], pa.large_string()).take(pa.array(np.zeros(n, dtype=np.int64)))
         for k, f in enumerate(np.asarray(fr, dtype=np.float64)):
             chunks["fraction"].append(pa.array(np.full(n, f)))
@@ -449,6 +452,35 @@ def _snapshot_table(fractions, agent_ids, a_mu_at, a_sig_at, tc_fractions, test_
         "sigma": pa.float64(),
     }
     return pa.table({name: pa.chunked_array(c, types[name]) for name, c in chunks.items()})
+
+
+_STRING_BYTES = 2**31 - 1  # the most bytes an Arrow ``string`` array holds
+
+
+def _with_ids(test_cases: pd.DataFrame, ids, flavour: Flavour) -> Table:
+    """The test-case table in ``flavour``, its ``test_case_id`` column first: ``ids`` given as Arrow strings are put in
+    as Arrow strings (``string``, in chunks under 2 GiB each, as a pandas column of Python strings converts), with the
+    same schema and pandas metadata."""
+    import pyarrow as pa
+
+    if not isinstance(ids, pa.Array):
+        return to_flavour(test_cases, flavour)
+    if flavour != "arrow" or len(ids) == 0:
+        return to_flavour(
+            test_cases.assign(test_case_id=ids.to_numpy(zero_copy_only=False))[["test_case_id", *test_cases]], flavour
+        )
+    head = test_cases.head(1).copy()
+    head.insert(0, "test_case_id", ids.slice(0, 1).to_pylist())
+    schema = pa.Schema.from_pandas(head, preserve_index=False)
+    table = pa.Table.from_pandas(test_cases, preserve_index=False)
+    ids = ids.cast(pa.large_string())
+    offsets = np.frombuffer(ids.buffers()[1], dtype=np.int64, count=len(ids) + 1, offset=8 * ids.offset)
+    bounds = [0]
+    while bounds[-1] < len(ids):
+        end = int(np.searchsorted(offsets, offsets[bounds[-1]] + _STRING_BYTES, "right")) - 1
+        bounds.append(max(end, bounds[-1] + 1))
+    chunks = [ids.slice(a, b - a).cast(pa.string()) for a, b in zip(bounds[:-1], bounds[1:], strict=False)]
+    return pa.Table.from_arrays([pa.chunked_array(chunks, pa.string()), *table.columns], schema=schema)
 
 
 def _from_arrow(table, flavour: Flavour) -> Table:

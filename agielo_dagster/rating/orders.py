@@ -8,6 +8,7 @@ first order's reliability measured beside it, and the moments over the orders (:
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -239,17 +240,20 @@ class _Run:
     t_sig_after: np.ndarray
     layout: _Layout
 
-    def test_case_snapshots(self) -> tuple[np.ndarray, np.ndarray]:
-        """Every test case's (μ, σ) at each snapshot end, rows by end: the very values the order passed through."""
+    def test_case_snapshots(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """Every test case's (μ, σ) at each snapshot end, one end at a time (made as it is read): the very values the
+        order passed through."""
         lay = self.layout
-        if lay.kept is None:
-            return self.t_mu_kept, self.t_sig_kept
-        played = self.t_first[None, :] < lay.tc_ends[:, None]
-        mu = np.where(played, self.t_mu[None, :], lay.init_mu)
-        sig = np.where(played, self.t_sig[None, :], lay.init_sigma)
-        del played
-        mu[:, lay.kept], sig[:, lay.kept] = self.t_mu_kept, self.t_sig_kept
-        return mu, sig
+        for k, end in enumerate(lay.tc_ends):
+            if lay.kept is None:
+                yield self.t_mu_kept[k], self.t_sig_kept[k]
+                continue
+            played = self.t_first < end
+            mu = np.where(played, self.t_mu, lay.init_mu)
+            sig = np.where(played, self.t_sig, lay.init_sigma)
+            del played
+            mu[lay.kept], sig[lay.kept] = self.t_mu_kept[k], self.t_sig_kept[k]
+            yield mu, sig
 
 
 def history_levels(matches_per_test_case: np.ndarray) -> int:
@@ -355,7 +359,7 @@ class _FirstOrderReliability:
     """Measures reliability at each snapshot of the first order, handing the work to the pool."""
 
     def __init__(self, o: _Ordered, ends, n_a: int, n_t: int, pool):
-        self.measurer = OrderReliability(o.agent, o.test_case, o.score, n_a)
+        self.measurer = OrderReliability(o.agent, o.test_case, o.score, n_a, n_t)
         self.o = o
         self.ends = ends
         self.a_count, self.a_sum = np.zeros(n_a, dtype=np.int64), np.zeros(n_a)
@@ -373,8 +377,10 @@ class _FirstOrderReliability:
         hits = np.flatnonzero(self.ends == stop)
         if not len(hits):
             return
+        sample = self.measurer.sample
         with np.errstate(invalid="ignore", divide="ignore"):
-            args = (a_mu.copy(), t_mu.copy(), self.a_sum / self.a_count, self.t_sum / self.t_count, self.a_count.copy())
+            t_mean = self.t_sum / self.t_count if sample is None else self.t_sum[sample] / self.t_count[sample]
+            args = (a_mu.copy(), t_mu.copy(), self.a_sum / self.a_count, t_mean, self.a_count.copy())
         self.slots.acquire()
         future = self.pool.submit(self._measure, args)
         for k in hits:
@@ -428,23 +434,27 @@ class OrderMoments:
     Each order's arrays are released once added, so memory does not grow with the number of
     orders (per-test-case histories and snapshots are most of it on benchmarks with many test
     cases). Orders are added in a fixed order, so sums are reproducible; with one order the
-    results are that order's arrays, bit for bit.
+    results are that order's arrays, bit for bit. The arrays of one row per snapshot end or history
+    level (``ROWS``) are kept and answered as lists of rows: an order's rows are added one at a time,
+    and the tables read and drop them one at a time (a wide benchmark's test-case snapshots are
+    80 MB a row and sum for 10M test cases).
     """
 
     PAIRS = (
+        ("t_mu_at", "t_sig_at"),  # first: made from the final σ, which adding the (t_mu, t_sig) pair squares in place
         ("a_mu", "a_sig"),
         ("t_mu", "t_sig"),
         ("a_mu_at", "a_sig_at"),
-        ("t_mu_at", "t_sig_at"),
         ("t_mu_after", "t_sig_after"),
     )
+    ROWS = frozenset({"a_mu_at", "a_sig_at", "t_mu_at", "t_sig_at", "t_mu_after", "t_sig_after"})
 
     def __init__(self):
         self.k = 0
-        self.first: dict[str, np.ndarray] = {}
-        self.sum: dict[str, np.ndarray] = {}  # Σ (x − first), shifted for precision
-        self.sum_sq: dict[str, np.ndarray] = {}
-        self.sig_sq: dict[str, np.ndarray] = {}
+        self.first: dict[str, list] = {}
+        self.sum: dict[str, list] = {}  # Σ (x − first), shifted for precision
+        self.sum_sq: dict[str, list] = {}
+        self.sig_sq: dict[str, list] = {}
         self.agent_mu: dict[int, np.ndarray] = {}  # per order: the intervals need each order's agent ratings
         self.lock = threading.Lock()
         self.waiting: dict[int, _Run] = {}
@@ -468,27 +478,45 @@ class OrderMoments:
 
     def add(self, run: _Run, index: int = 0) -> None:
         """Take an order's arrays (kept, not copied, as the first order's: no caller writes to them again)."""
-        snapshots = run.test_case_snapshots()
         for mu_key, sig_key in self.PAIRS:
-            mu, sig = snapshots if mu_key == "t_mu_at" else (getattr(run, mu_key), getattr(run, sig_key))
+            if mu_key == "t_mu_at":
+                rows = run.test_case_snapshots()
+            elif mu_key in self.ROWS:
+                rows = zip(getattr(run, mu_key), getattr(run, sig_key), strict=True)
+            else:
+                rows = [(getattr(run, mu_key), getattr(run, sig_key))]
             if self.k == 0:
-                self.first[mu_key], self.first[sig_key] = mu, sig
-                continue
-            if self.k == 1:  # the sums start with the second order: one order needs none of them
-                self.sum[mu_key], self.sum_sq[mu_key] = np.zeros_like(mu), np.zeros_like(mu)
-                first_sig = self.first.pop(sig_key)  # from now on only its square is read: 8 bytes a player fewer
-                self.sig_sq[mu_key] = first_sig * first_sig
-            # one temporary at a time (a wide benchmark's snapshot rows are tens of MB each); σ is squared in
-            # place: no caller reads an added order's σ again (only its agents' μ is kept)
-            x = mu - self.first[mu_key]
-            self.sum[mu_key] += x
-            np.multiply(x, x, out=x)
-            self.sum_sq[mu_key] += x
-            del x
-            np.multiply(sig, sig, out=sig)
-            self.sig_sq[mu_key] += sig
+                self.first[mu_key], self.first[sig_key] = [], []
+            elif self.k == 1:  # the sums start with the second order: one order needs none of them
+                self.sum[mu_key], self.sum_sq[mu_key], self.sig_sq[mu_key] = [], [], []
+            for r, (mu, sig) in enumerate(rows):
+                self._add_row(mu_key, sig_key, r, mu, sig)
+            if self.k == 1:
+                del self.first[sig_key]  # from now on only its square is read: 8 bytes a player fewer
         self.agent_mu[index] = run.a_mu
         self.k += 1
+
+    def _add_row(self, mu_key: str, sig_key: str, r: int, mu: np.ndarray, sig: np.ndarray) -> None:
+        if self.k == 0:
+            self.first[mu_key].append(mu)
+            self.first[sig_key].append(sig)
+            return
+        if self.k == 1:
+            self.sum[mu_key].append(np.zeros_like(mu))
+            self.sum_sq[mu_key].append(np.zeros_like(mu))
+            first_sig = self.first[sig_key][r]
+            self.first[sig_key][r] = None
+            self.sig_sq[mu_key].append(first_sig * first_sig)
+            del first_sig
+        # one temporary at a time; σ is squared in place: no caller reads an added order's σ again (only its
+        # agents' μ is kept)
+        x = mu - self.first[mu_key][r]
+        self.sum[mu_key][r] += x
+        np.multiply(x, x, out=x)
+        self.sum_sq[mu_key][r] += x
+        del x
+        np.multiply(sig, sig, out=sig)
+        self.sig_sq[mu_key][r] += sig
 
     def release(self) -> None:
         """Drop the per-player sums once the tables are built (``k`` stays): the first order's reliability may
@@ -503,26 +531,50 @@ class OrderMoments:
             kept.pop(mu_key, None)
             kept.pop(sig_key, None)
 
-    def mean(self, mu_key: str) -> np.ndarray:
+    def _rows(self, mu_key: str, one_row):
+        """``one_row(r)`` for each row of ``mu_key``: a list for the arrays of rows, else the one array."""
+        rows = [one_row(r) for r in range(len(self.first[mu_key]))]
+        return rows if mu_key in self.ROWS else rows[0]
+
+    def mean(self, mu_key: str):
+        """Mean μ over the orders."""
         if self.k == 1:
-            return self.first[mu_key].copy()
-        return self.first[mu_key] + self.sum[mu_key] / self.k
+            return self._rows(mu_key, lambda r: self.first[mu_key][r].copy())
+        return self._rows(mu_key, lambda r: self.first[mu_key][r] + self.sum[mu_key][r] / self.k)
 
-    def _variance(self, mu_key: str) -> np.ndarray:
+    def _variance(self, mu_key: str, r: int) -> np.ndarray:
         """Population variance of μ over the orders."""
-        mean_shift = self.sum[mu_key] / self.k
-        return np.maximum(self.sum_sq[mu_key] / self.k - mean_shift * mean_shift, 0.0)
+        mean_shift = self.sum[mu_key][r] / self.k
+        return np.maximum(self.sum_sq[mu_key][r] / self.k - mean_shift * mean_shift, 0.0)
 
-    def sigma(self, mu_key: str, sig_key: str) -> np.ndarray:
+    def sigma(self, mu_key: str, sig_key: str):
         """σ of the mixture of the orders' posteriors N(μ_k, σ_k²): √(mean σ² + population variance of μ)."""
         if self.k == 1:
-            return self.first[sig_key].copy()
-        return np.sqrt(self.sig_sq[mu_key] / self.k + self._variance(mu_key))
+            return self._rows(mu_key, lambda r: self.first[sig_key][r].copy())
+        return self._rows(mu_key, lambda r: np.sqrt(self.sig_sq[mu_key][r] / self.k + self._variance(mu_key, r)))
 
-    def order_sd(self, mu_key: str) -> np.ndarray:
+    def mean_and_sigma(self, mu_key: str, sig_key: str) -> tuple[list, list]:
+        """:meth:`mean` and :meth:`sigma` of a pair of rows, each row's sums dropped as soon as both are read: a
+        wide benchmark's test-case snapshots never hold their sums and both results at once."""
+        means, sigmas = [], []
+        for r in range(len(self.first[mu_key])):
+            if self.k == 1:
+                means.append(self.first[mu_key][r].copy())
+                sigmas.append(self.first[sig_key][r].copy())
+            else:
+                means.append(self.first[mu_key][r] + self.sum[mu_key][r] / self.k)
+                sigmas.append(np.sqrt(self.sig_sq[mu_key][r] / self.k + self._variance(mu_key, r)))
+            for kept in (self.first, self.sum, self.sum_sq, self.sig_sq):
+                for key in (mu_key, sig_key):
+                    if key in kept:
+                        kept[key][r] = None
+        self.drop(mu_key, sig_key)
+        return means, sigmas
+
+    def order_sd(self, mu_key: str):
         if self.k == 1:
-            return np.full(self.first[mu_key].shape, np.nan)
-        return np.sqrt(self._variance(mu_key) * self.k / (self.k - 1))
+            return self._rows(mu_key, lambda r: np.full(self.first[mu_key][r].shape, np.nan))
+        return self._rows(mu_key, lambda r: np.sqrt(self._variance(mu_key, r) * self.k / (self.k - 1)))
 
 
 def run_orders(

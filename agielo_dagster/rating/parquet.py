@@ -3,8 +3,9 @@
 A benchmark of 10⁸ matches (the Open LLM Leaderboard: 4,500 agents × 22,000 test cases)
 is read one row group at a time, straight into preallocated arrays: int32 codes for the
 ids (each row group's dictionary codes, renumbered once the distinct ids are found and sorted in
-Arrow; only distinct ids become Python strings) and float64 metric and score. Only those arrays stay in memory, about
-20 bytes a match (12 when the metric equals the score).
+Arrow; only distinct agent ids become Python strings, the test cases' stay Arrow strings) and
+float64 metric and score. Only those arrays stay in memory, about 20 bytes a match (12 when the
+metric equals the score).
 """
 
 from __future__ import annotations
@@ -124,21 +125,29 @@ class _Ids:
         out[offset : offset + len(chunk)] = chunk.indices.to_numpy(zero_copy_only=False)
         self.chunks.append((offset, len(chunk), chunk.dictionary.cast(pa.large_string())))
 
-    def sorted(self, codes: np.ndarray) -> np.ndarray:
-        """Renumber ``codes`` (in place) so that they follow the sorted ids; returns the ids."""
+    def sorted(self, codes: np.ndarray, *, arrow: bool = False) -> np.ndarray | pa.Array:
+        """Renumber ``codes`` (in place) so that they follow the sorted ids; returns the ids (Arrow strings with ``arrow``)."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
         if not self.chunks:
-            return np.array([], dtype=object)
-        distinct = pc.unique(pa.chunked_array([d for _, _, d in self.chunks], type=pa.large_string()))
-        ids = distinct.take(pc.sort_indices(distinct))
-        del distinct
-        for offset, rows, dictionary in self.chunks:
-            place = pc.index_in(dictionary, value_set=ids).to_numpy(zero_copy_only=False).astype(np.int32)
-            codes[offset : offset + rows] = remap(codes[offset : offset + rows], place)
+            return pa.array([], pa.large_string()) if arrow else np.array([], dtype=object)
+        # every chunk's dictionary encoded at once (one hash table, however many chunks), the distinct ids sorted
+        entries = pc.dictionary_encode(pa.concat_arrays([d for _, _, d in self.chunks]))
+        spans = [(offset, rows, len(d)) for offset, rows, d in self.chunks]
         self.chunks.clear()
-        return ids.to_numpy(zero_copy_only=False)
+        order = pc.sort_indices(entries.dictionary)
+        rank = np.empty(len(order), dtype=np.int32)
+        rank[order.to_numpy()] = np.arange(len(order), dtype=np.int32)
+        ids = entries.dictionary.take(order)
+        at = entries.indices.to_numpy()
+        del entries, order
+        start = 0
+        for offset, rows, size in spans:
+            place = rank[at[start : start + size]]
+            codes[offset : offset + rows] = remap(codes[offset : offset + rows], place)
+            start += size
+        return ids if arrow else ids.to_numpy(zero_copy_only=False)
 
 
 def _floats(chunk: Any, name: str, out: np.ndarray, offset: int, what: str) -> None:
@@ -196,7 +205,8 @@ def encode_parquet(paths: Paths, *, filesystem: FileSystem | None = None, what: 
     check_floats(metric, "metric", what)
     if equal(metric, score):
         metric = score  # one array serves both (about 800 MB fewer for 10⁸ matches)
-    m = Matches(agent, test_case, score, metric, agents.sorted(agent), cases.sorted(test_case), "arrow")
+    # the test cases' ids stay Arrow strings: a wide benchmark's millions of them as Python strings were ~70 bytes each
+    m = Matches(agent, test_case, score, metric, agents.sorted(agent), cases.sorted(test_case, arrow=True), "arrow")
     check_unique_matches(m, what)
     return m
 

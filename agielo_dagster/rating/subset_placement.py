@@ -16,6 +16,7 @@ from .frames import (
     flavour_of,
     floats_of,
     ids_of,
+    row_positions,
     to_flavour,
     to_pandas,
 )
@@ -233,12 +234,7 @@ about an Elo, and its cost then stays the same however wide the benchmark is."""
 def _positions(test_cases: Table, ids: np.ndarray) -> np.ndarray:
     """Row of each id (strings) in the test-case table; -1 where it has none. A pyarrow table is never converted."""
     if flavour_of(test_cases) == "arrow":
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        column = test_cases.column("test_case_id")
-        found = pc.index_in(pa.array(ids, pa.string()), value_set=column.cast(pa.string()))
-        return found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+        return row_positions(test_cases.column("test_case_id"), ids)
     tc = to_pandas(test_cases, ("test_case_id",))
     return pd.Index(ids_of(tc, "test_case_id", "test-case table").astype(str)).get_indexer(pd.Index(ids)).astype(np.int64)
 

@@ -196,3 +196,33 @@ def test_a_large_pandas_table_encodes_like_its_arrow_twin():
     np.testing.assert_array_equal(ours.test_case, twin.test_case)
     np.testing.assert_array_equal(ours.agent, twin.agent)
     assert len(ours.agent_ids) == 12 and len(ours.test_case_ids) == 20_000
+
+
+def test_row_positions_find_each_id_without_hashing_the_table():
+    """The row of each id in an Arrow column (first row of a repeated id, -1 where absent), as pandas finds it;
+    the column is scanned against the ids' hash table, never hashed itself (a wide benchmark's millions, issue 25)."""
+    from agielo_dagster.rating.frames import row_positions
+
+    column = pa.chunked_array([pa.array(["c", "a", "b"]), pa.array(["d", "a"])], pa.string())
+    ids = ["a", "zz", "d", "c", "a"]
+    expected = [1, -1, 3, 0, 1]
+    assert row_positions(column, ids).tolist() == expected
+    assert row_positions(column, pa.array(ids)).tolist() == expected
+    assert row_positions(column.dictionary_encode(), ids).tolist() == expected
+    assert row_positions(column, []).tolist() == []
+
+
+def test_rate_parquet_keeps_test_case_ids_in_arrow_in_chunks_under_the_string_limit(tmp_path, matches, monkeypatch):
+    """rate_parquet never makes the test cases' ids Python strings (about 70 bytes each for a wide benchmark's
+    millions, issue 25); its test-case table is cut in chunks where one Arrow string array would overflow, and
+    holds the same ids, ratings and schema."""
+    from agielo_dagster.rating import glicko, rate_parquet
+
+    path = tmp_path / "m.parquet"
+    pq.write_table(pa.Table.from_pandas(matches, preserve_index=False), path)
+    whole = rate_parquet(path, seed=4).test_cases
+    monkeypatch.setattr(glicko, "_STRING_BYTES", 500)
+    chunked = rate_parquet(path, seed=4).test_cases
+    assert chunked.column("test_case_id").num_chunks > 1
+    assert chunked.schema.equals(whole.schema, check_metadata=True)
+    assert chunked.combine_chunks().equals(whole.combine_chunks())

@@ -240,3 +240,20 @@ def test_calibration_from_arrow_tables_with_dictionary_ids_matches_pandas(matche
     )
     pd.testing.assert_frame_equal(got.to_pandas(), binned_calibration(matches, unrated, result.agents))
     assert expected["matches"].sum() > binned_calibration(matches, unrated, result.agents)["matches"].sum()
+
+
+def test_rho_of_a_very_wide_benchmark_is_measured_on_a_fixed_sample(matches, monkeypatch):
+    """Above RHO_TEST_CASES test cases, ρ of the test cases is measured on a seeded sample of that many (ranking 10M
+    test cases at every snapshot was a third of a wide benchmark's rating time, issue 25); every other figure
+    is unchanged and ρ stays close to every test case's."""
+    from agielo_dagster.rating import order_reliability
+
+    whole = rate(matches, seed=2).reliability
+    n_test_cases = matches["test_case_id"].nunique()
+    monkeypatch.setattr(order_reliability, "RHO_TEST_CASES", n_test_cases // 2)
+    assert len(order_reliability.rho_sample(n_test_cases)) == n_test_cases // 2
+    sampled = rate(matches, seed=2).reliability
+    others = [c for c in RELIABILITY_COLUMNS if c != "rho_test_cases"]
+    pd.testing.assert_frame_equal(sampled[others], whole[others])
+    assert not np.array_equal(sampled["rho_test_cases"], whole["rho_test_cases"])
+    np.testing.assert_allclose(sampled["rho_test_cases"].iloc[-10:], whole["rho_test_cases"].iloc[-10:], atol=0.05)
