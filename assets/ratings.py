@@ -190,14 +190,23 @@ def rows_on_test_cases(source, test_case_ids: pa.ChunkedArray) -> pa.Table:
 
     columns = ["test_case_id", "agent_id", "score"]
     ids = pc.unique(test_case_ids.cast(pa.string()))
+    kept = [
+        pa.table(
+            {
+                "test_case_id": pa.array([], pa.string()),
+                "agent_id": pa.array([], pa.string()),
+                "score": pa.array([], pa.float64()),
+            }
+        )
+    ]
     file = pq.ParquetFile(source)
-    if len(ids) == 0:
-        return file.schema_arrow.empty_table().select(columns)
-    kept = []
-    for k in range(file.num_row_groups):
+    for k in range(file.num_row_groups if len(ids) else 0):
         group = file.read_row_group(k, columns=columns, use_threads=False)
-        kept.append(group.filter(pc.is_in(group.column("test_case_id").cast(pa.string()), value_set=ids)))
-    return pa.concat_tables(kept) if kept else file.schema_arrow.empty_table().select(columns)
+        rows = group.filter(pc.is_in(group.column("test_case_id").cast(pa.string()), value_set=ids))
+        # the ids as plain strings: filtered, a dictionary column keeps the row group's whole dictionary of ids
+        ids_of = [rows.column(c).cast(pa.string()) for c in columns[:2]]
+        kept.append(pa.table([*ids_of, rows.column("score").cast(pa.float64())], names=columns))
+    return pa.concat_tables(kept)
 
 
 def with_provisional_agents(

@@ -239,6 +239,39 @@ def _positions(test_cases: Table, ids: np.ndarray) -> np.ndarray:
     return pd.Index(ids_of(tc, "test_case_id", "test-case table").astype(str)).get_indexer(pd.Index(ids)).astype(np.int64)
 
 
+TIED_VALUES = 64
+"""Distinct tied difficulties :func:`difficulty_ranks` looks up one by one before it sorts the whole table instead."""
+
+
+def difficulty_ranks(mu: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """The difficulty rank of the test cases at ``positions``: their places in a stable sort of ``mu`` (ties by
+    position, NaN last; as ``np.argsort(mu, kind="stable")`` ranks them, and so :func:`difficulty_strata`).
+
+    A sorted copy of ``mu`` and a search per test case, not every test case's rank: a wide benchmark's argsort and
+    rank arrays were 16 bytes a test case for a partial upload of a few dozen (issue 25). A tie's place among its
+    equals is counted from the positions of that value, looked up for at most ``TIED_VALUES`` distinct values.
+    """
+    positions = np.asarray(positions, dtype=np.int64)
+    ordered = np.sort(mu, kind="stable")
+    x = mu[positions]
+    below = np.searchsorted(ordered, x, "left")
+    tied = np.searchsorted(ordered, x, "right") - below > 1
+    tied |= np.isnan(x) & (len(ordered) - below > 1)  # searchsorted places NaN after the numbers, as the sort does
+    del ordered
+    values = np.unique(x[tied])  # NaN once at most: np.unique collapses NaNs
+    if len(values) > TIED_VALUES:
+        order = np.argsort(mu, kind="stable")
+        rank = np.empty(len(mu), dtype=np.int64)
+        rank[order] = np.arange(len(mu))
+        return rank[positions]
+    ranks = below.astype(np.int64)
+    for v in values:
+        equal = np.flatnonzero(np.isnan(mu) if np.isnan(v) else mu == v)
+        at = np.flatnonzero(tied & ((x == v) | (np.isnan(x) & np.isnan(v))))
+        ranks[at] += np.searchsorted(equal, positions[at])
+    return ranks
+
+
 def _rows(test_cases: Table, positions: np.ndarray) -> pd.DataFrame:
     """These rows of the test-case table (every column), as pandas: only they are converted."""
     if flavour_of(test_cases) == "arrow":
@@ -320,16 +353,10 @@ def place_provisional_agents(
     refuse_unknown_test_cases(m, pos)
     mu_all = floats_of(to_pandas(test_cases, ("mu",)), "mu", "test-case table")
     n = len(mu_all)
-    order = np.argsort(mu_all, kind="stable")  # difficulty ranks, ties by position (as difficulty_strata)
-    rank = np.empty(n, dtype=np.int64)
-    rank[order] = np.arange(n)
-    sample = order[((np.arange(size) + 0.5) * n / size).astype(np.int64)] if n > size else np.arange(n)
-    del order
     mine = _rows(test_cases, pos)  # the agents' own test cases
     mu_t = floats_of(mine, "mu", "test-case table")
     sig_t = floats_of(mine, "sigma", "test-case table", 0.0) if "sigma" in mine.columns else np.zeros(len(mine))
-    t_of, r_of = m.test_case, rank[pos]
-    del rank, mu_all
+    t_of, r_of = m.test_case, difficulty_ranks(mu_all, pos)
     fits = []
     for a in range(m.n_agents):
         rows = np.flatnonzero(m.agent == a)
@@ -346,7 +373,12 @@ def place_provisional_agents(
     if refined:
         f = _refined_placements(m, mu_t, rated_matches, rated_agents, z)
     glicko = np.flatnonzero(np.isnan(f[:, 1]))
-    reference = _rows(test_cases, sample) if len(glicko) else None
+    reference = None
+    if len(glicko):  # the frozen scale's reference sample: evenly spaced difficulty ranks
+        order = np.argsort(mu_all, kind="stable")
+        reference = _rows(test_cases, order[((np.arange(size) + 0.5) * n / size).astype(np.int64)] if n > size else np.arange(n))
+        del order
+    del mu_all
     for a in glicko:  # one map per agent, as place_on_subset called per agent
         points = np.array([theta[a] - z * theta_se[a], theta[a], theta[a] + z * theta_se[a]])
         f[a] = np.maximum.accumulate(
@@ -363,7 +395,11 @@ def _rated_on(rated_matches: Table, ids: np.ndarray) -> pd.DataFrame:
         import pyarrow.compute as pc
 
         keep = pc.is_in(rated_matches.column("test_case_id").cast(pa.string()), value_set=pa.array(ids, pa.string()))
-        rows = rated_matches.select(columns).filter(keep).to_pandas()
+        kept = rated_matches.select(columns).filter(keep)
+        # ids as plain strings before pandas: a filtered dictionary column keeps its whole dictionary, and a wide
+        # benchmark's millions of test-case ids became a categorical checked for uniqueness (3M: 1 GB, 6 s; issue 25)
+        rows = pa.table([kept.column(c).cast(pa.string()) for c in columns[:2]] + [kept.column("score")], names=columns)
+        rows = rows.to_pandas()
     else:
         table = to_pandas(rated_matches, tuple(columns))[columns]
         rows = table[table["test_case_id"].astype(str).isin(ids)]

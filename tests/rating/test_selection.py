@@ -373,3 +373,18 @@ def test_provisional_placement_refuses_unknown_test_cases(rated):
         place_provisional_agents(new, tc)
     with pytest.raises(ValueError, match="scale_test_cases must be an integer >= 1"):
         place_provisional_agents(new.drop(index=2), tc, scale_test_cases=0)
+
+
+@pytest.mark.parametrize("distinct", [3, 1_000, 5_000])  # heavy ties (a refined one-agent benchmark), a few, none
+def test_difficulty_ranks_of_a_few_test_cases_are_the_stable_sorts(distinct):
+    """Provisional placement ranks only the partial uploads' test cases (issue 25), as a stable argsort of the whole
+    table would: ties by position, NaN last, whether it looks the tied values up or falls back to the sort."""
+    from agielo_dagster.rating.subset_placement import difficulty_ranks
+
+    rng = np.random.default_rng(distinct)
+    mu = rng.integers(0, distinct, 20_000).astype(np.float64)
+    mu[rng.choice(len(mu), 30, replace=False)] = np.nan
+    rank = np.empty(len(mu), dtype=np.int64)
+    rank[np.argsort(mu, kind="stable")] = np.arange(len(mu))
+    positions = np.concatenate([rng.choice(len(mu), 200, replace=False), np.flatnonzero(np.isnan(mu))[:3]])
+    np.testing.assert_array_equal(difficulty_ranks(mu, positions), rank[positions])
