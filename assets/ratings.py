@@ -14,6 +14,7 @@ from agielo_dagster.domain.ledger import read_ledger
 from agielo_dagster.domain.lineage import RATING_VERSION
 from agielo_dagster.domain.standing import FRAGILITY_KEY
 from agielo_dagster.domain.status import DIGEST_KEY
+from agielo_dagster.rating.frames import plain_ids, row_positions
 from agielo_dagster.rating.predict import competency_gaps
 from agielo_dagster.rating.schema import MATCH_COLUMNS
 
@@ -190,22 +191,11 @@ def rows_on_test_cases(source, test_case_ids: pa.ChunkedArray) -> pa.Table:
 
     columns = ["test_case_id", "agent_id", "score"]
     ids = pc.unique(test_case_ids.cast(pa.string()))
-    kept = [
-        pa.table(
-            {
-                "test_case_id": pa.array([], pa.string()),
-                "agent_id": pa.array([], pa.string()),
-                "score": pa.array([], pa.float64()),
-            }
-        )
-    ]
     file = pq.ParquetFile(source)
+    kept = [plain_ids(file.schema_arrow.empty_table().select(columns))]
     for k in range(file.num_row_groups if len(ids) else 0):
         group = file.read_row_group(k, columns=columns, use_threads=False)
-        rows = group.filter(pc.is_in(group.column("test_case_id").cast(pa.string()), value_set=ids))
-        # the ids as plain strings: filtered, a dictionary column keeps the row group's whole dictionary of ids
-        ids_of = [rows.column(c).cast(pa.string()) for c in columns[:2]]
-        kept.append(pa.table([*ids_of, rows.column("score").cast(pa.float64())], names=columns))
+        kept.append(plain_ids(group.filter(pc.is_in(group.column("test_case_id").cast(pa.string()), value_set=ids))))
     return pa.concat_tables(kept)
 
 
@@ -249,7 +239,6 @@ def _placed_partial_uploads(
     if partial.num_rows == 0:
         return None, counts
     from agielo_dagster.rating import DEFAULT_LEVEL, place_provisional_agents, ranks_among
-    from agielo_dagster.rating.frames import row_positions
 
     # in proportion to the partial uploads' own matches: the test-case table is never converted whole, nor its ids hashed
     at = row_positions(test_cases.column("test_case_id"), partial.column("test_case_id"))

@@ -303,8 +303,9 @@ def render_explorer(
     fragility : dict, optional
         The ``fragility_*`` values of ``agent_ratings``: how many test cases decide who is first, under the headline.
     """
-    options = dict(tags=tags, slices=slices, masses=masses, reliability=reliability, calibration=calibration, gaps=gaps)
-    options |= dict(fragility=fragility)
+    options = dict(
+        tags=tags, slices=slices, masses=masses, reliability=reliability, calibration=calibration, gaps=gaps, fragility=fragility
+    )
     data = explorer_data(benchmark, agents, test_cases, **options, max_points=max_points, description=description)
     script_hash = base64.b64encode(hashlib.sha256(_SCRIPT.encode("utf-8")).digest()).decode()
     policy = (

@@ -536,11 +536,21 @@ class OrderMoments:
         rows = [one_row(r) for r in range(len(self.first[mu_key]))]
         return rows if mu_key in self.ROWS else rows[0]
 
+    def _mean_row(self, mu_key: str, r: int) -> np.ndarray:
+        """Row ``r`` of the mean μ over the orders."""
+        if self.k == 1:
+            return self.first[mu_key][r].copy()
+        return self.first[mu_key][r] + self.sum[mu_key][r] / self.k
+
+    def _sigma_row(self, mu_key: str, sig_key: str, r: int) -> np.ndarray:
+        """Row ``r`` of the mixture's σ (:meth:`sigma`)."""
+        if self.k == 1:
+            return self.first[sig_key][r].copy()
+        return np.sqrt(self.sig_sq[mu_key][r] / self.k + self._variance(mu_key, r))
+
     def mean(self, mu_key: str):
         """Mean μ over the orders."""
-        if self.k == 1:
-            return self._rows(mu_key, lambda r: self.first[mu_key][r].copy())
-        return self._rows(mu_key, lambda r: self.first[mu_key][r] + self.sum[mu_key][r] / self.k)
+        return self._rows(mu_key, lambda r: self._mean_row(mu_key, r))
 
     def _variance(self, mu_key: str, r: int) -> np.ndarray:
         """Population variance of μ over the orders."""
@@ -549,21 +559,15 @@ class OrderMoments:
 
     def sigma(self, mu_key: str, sig_key: str):
         """σ of the mixture of the orders' posteriors N(μ_k, σ_k²): √(mean σ² + population variance of μ)."""
-        if self.k == 1:
-            return self._rows(mu_key, lambda r: self.first[sig_key][r].copy())
-        return self._rows(mu_key, lambda r: np.sqrt(self.sig_sq[mu_key][r] / self.k + self._variance(mu_key, r)))
+        return self._rows(mu_key, lambda r: self._sigma_row(mu_key, sig_key, r))
 
     def mean_and_sigma(self, mu_key: str, sig_key: str) -> tuple[list, list]:
         """:meth:`mean` and :meth:`sigma` of a pair of rows, each row's sums dropped as soon as both are read: a
         wide benchmark's test-case snapshots never hold their sums and both results at once."""
         means, sigmas = [], []
         for r in range(len(self.first[mu_key])):
-            if self.k == 1:
-                means.append(self.first[mu_key][r].copy())
-                sigmas.append(self.first[sig_key][r].copy())
-            else:
-                means.append(self.first[mu_key][r] + self.sum[mu_key][r] / self.k)
-                sigmas.append(np.sqrt(self.sig_sq[mu_key][r] / self.k + self._variance(mu_key, r)))
+            means.append(self._mean_row(mu_key, r))
+            sigmas.append(self._sigma_row(mu_key, sig_key, r))
             for kept in (self.first, self.sum, self.sum_sq, self.sig_sq):
                 for key in (mu_key, sig_key):
                     if key in kept:

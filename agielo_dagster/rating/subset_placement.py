@@ -16,6 +16,7 @@ from .frames import (
     flavour_of,
     floats_of,
     ids_of,
+    plain_ids,
     row_positions,
     to_flavour,
     to_pandas,
@@ -395,11 +396,7 @@ def _rated_on(rated_matches: Table, ids: np.ndarray) -> pd.DataFrame:
         import pyarrow.compute as pc
 
         keep = pc.is_in(rated_matches.column("test_case_id").cast(pa.string()), value_set=pa.array(ids, pa.string()))
-        kept = rated_matches.select(columns).filter(keep)
-        # ids as plain strings before pandas: a filtered dictionary column keeps its whole dictionary, and a wide
-        # benchmark's millions of test-case ids became a categorical checked for uniqueness (3M: 1 GB, 6 s; issue 25)
-        rows = pa.table([kept.column(c).cast(pa.string()) for c in columns[:2]] + [kept.column("score")], names=columns)
-        rows = rows.to_pandas()
+        rows = plain_ids(rated_matches.select(columns).filter(keep)).to_pandas()
     else:
         table = to_pandas(rated_matches, tuple(columns))[columns]
         rows = table[table["test_case_id"].astype(str).isin(ids)]
