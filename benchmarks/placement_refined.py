@@ -4,7 +4,7 @@ For each classifier of digits (20) and breast_cancer (13): rate the others, plac
 with its rating when rated jointly with the others (same settings, another seed for the rest):
 
 - ``refined``: ``rate(..., refine=True)`` of the others, the newcomer placed by
-  :func:`~agielo_dagster.rating.refine.place_on_refined` (pairwise equations against the fixed
+  :func:`~agielo_dagster.rating.refined_placement.place_on_refined` (pairwise equations against the fixed
   refined ratings), against the joint ``rate(..., refine=True)``;
 - ``glicko``: ``rate(...)`` of the others, the newcomer placed by
   :func:`~agielo_dagster.rating.place_agents` (history replay), against the joint ``rate(...)``.
@@ -31,7 +31,7 @@ import pandas as pd  # noqa: E402
 
 from agielo_dagster.demo import demo_logs  # noqa: E402
 from agielo_dagster.rating import place_agents, rate  # noqa: E402
-from agielo_dagster.rating.refine import place_on_refined  # noqa: E402
+from agielo_dagster.rating.refined_placement import place_on_refined  # noqa: E402
 
 
 def matches_of(name: str) -> pd.DataFrame:

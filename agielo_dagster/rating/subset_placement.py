@@ -404,7 +404,9 @@ def _rated_on(rated_matches: Table, ids: np.ndarray) -> pd.DataFrame:
 
 
 def _refined_placements(m, mu_t: np.ndarray, rated_matches: Table, rated_agents: Table, z: float) -> np.ndarray:
-    """(mu − z·se, mu, mu + z·se) of each new agent on the refined scale; NaN where it has no decisive comparison.
+    """(lower end, mu, upper end) of each new agent's interval on the refined scale; NaN where it has no decisive
+    comparison. The ends are mu ∓ z·se, reaching farther on a side where the newcomer's penalized likelihood
+    is flat, in the proportion :func:`~agielo_dagster.rating.refined_placement.place_refined`'s profile gives.
 
     The equations weigh every test case alike, as the joint refinement weighs the agent's results
     (the test cases' ratings drop out of them, so a subset chosen by difficulty biases nothing under
@@ -413,7 +415,7 @@ def _refined_placements(m, mu_t: np.ndarray, rated_matches: Table, rated_agents:
     joint refinement's two variances, the larger kept) + Σ_b (share_b · se_b)², share_b the part of
     the newcomer's information resting on rated agent b (dμ/dμ_b of its equation).
     """
-    from .refine import place_refined
+    from .refined_placement import place_refined
 
     ids = np.asarray(m.test_case_ids).astype(str)
     rated = _rated_on(rated_matches, ids)
@@ -449,7 +451,7 @@ def _refined_placements(m, mu_t: np.ndarray, rated_matches: Table, rated_agents:
         other = rivals[b] != m.agent_ids[a]  # never compared with a rated row of its own name
         pick, mine, b = pick[other], mine[other], b[other]
         s_a, s_b = m.score[rows][mine], rival_score[pick]
-        p = place_refined(s_a, s_b, rival_mu[b], t[mine], start=start)
+        p = place_refined(s_a, s_b, rival_mu[b], t[mine], start=start, z=z)
         if not np.isfinite(p.se):
             continue
         # the profiled information of the joint model, the test cases' ratings fixed at theirs
@@ -464,5 +466,6 @@ def _refined_placements(m, mu_t: np.ndarray, rated_matches: Table, rated_agents:
         v = n * e * (1.0 - e)
         share = np.bincount(b, v, len(rivals)) / v.sum()
         se = math.sqrt(max(p.se**2, model) + float(np.sum((share * rival_se) ** 2)))
-        f[a] = (p.mu - z * se, p.mu, p.mu + z * se)
+        # the profile's reach beyond z·se on a flat side (an agent beating almost every rival) widens that side alike
+        f[a] = (p.mu - p.below / p.se * se, p.mu, p.mu + p.above / p.se * se)
     return f
