@@ -636,10 +636,13 @@ def _own_dictionary(column):
     if column.null_count:
         return column
     codes = column.indices.to_numpy(zero_copy_only=False)
-    used = np.unique(codes)
-    return pa.DictionaryArray.from_arrays(
-        pa.array(np.searchsorted(used, codes).astype(codes.dtype)), column.dictionary.take(used)
-    )
+    present = np.zeros(len(column.dictionary), dtype=bool)
+    present[codes] = True  # a mask, not np.unique: sorting a row group's codes took about 1 s
+    used = np.flatnonzero(present)
+    del present
+    remap = np.empty(len(column.dictionary), dtype=codes.dtype)
+    remap[used] = np.arange(len(used), dtype=codes.dtype)
+    return pa.DictionaryArray.from_arrays(pa.array(remap[codes]), column.dictionary.take(pa.array(used)))
 
 
 def parquet_bytes(table) -> bytes:

@@ -479,6 +479,9 @@ class OrderMoments:
     def add(self, run: _Run, index: int = 0) -> None:
         """Take an order's arrays (kept, not copied, as the first order's: no caller writes to them again)."""
         for mu_key, sig_key in self.PAIRS:
+            if mu_key == "t_mu_at" and self.k >= 1:
+                self._add_test_case_snapshots(run)
+                continue
             if mu_key == "t_mu_at":
                 rows = run.test_case_snapshots()
             elif mu_key in self.ROWS:
@@ -496,18 +499,47 @@ class OrderMoments:
         self.agent_mu[index] = run.a_mu
         self.k += 1
 
+    def _add_test_case_snapshots(self, run: _Run) -> None:
+        """The test cases' snapshots of a second or later order, added without making them (one pass each)."""
+        lay, key = run.layout, "t_mu_at"
+        if self.k == 1:
+            self.sum[key], self.sum_sq[key], self.sig_sq[key] = [], [], []
+        for r, end in enumerate(lay.tc_ends):
+            if self.k == 1:
+                self._start_sums(key, "t_sig_at", r, self.first[key][r])
+            K.add_snapshot_moments(
+                lay.slot,
+                run.t_mu_kept[r],
+                run.t_sig_kept[r],
+                run.t_first,
+                run.t_mu,
+                run.t_sig,
+                end,
+                lay.init_mu,
+                lay.init_sigma,
+                self.first[key][r],
+                self.sum[key][r],
+                self.sum_sq[key][r],
+                self.sig_sq[key][r],
+            )
+        if self.k == 1:
+            del self.first["t_sig_at"]
+
+    def _start_sums(self, mu_key: str, sig_key: str, r: int, like: np.ndarray) -> None:
+        """Row ``r``'s sums at the second order: zeros, and the first order's σ squared (its σ itself is dropped)."""
+        self.sum[mu_key].append(np.zeros_like(like))
+        self.sum_sq[mu_key].append(np.zeros_like(like))
+        first_sig = self.first[sig_key][r]
+        self.first[sig_key][r] = None
+        self.sig_sq[mu_key].append(first_sig * first_sig)
+
     def _add_row(self, mu_key: str, sig_key: str, r: int, mu: np.ndarray, sig: np.ndarray) -> None:
         if self.k == 0:
             self.first[mu_key].append(mu)
             self.first[sig_key].append(sig)
             return
         if self.k == 1:
-            self.sum[mu_key].append(np.zeros_like(mu))
-            self.sum_sq[mu_key].append(np.zeros_like(mu))
-            first_sig = self.first[sig_key][r]
-            self.first[sig_key][r] = None
-            self.sig_sq[mu_key].append(first_sig * first_sig)
-            del first_sig
+            self._start_sums(mu_key, sig_key, r, mu)
         # one temporary at a time; σ is squared in place: no caller reads an added order's σ again (only its
         # agents' μ is kept)
         x = mu - self.first[mu_key][r]

@@ -242,6 +242,24 @@ def test_calibration_from_arrow_tables_with_dictionary_ids_matches_pandas(matche
     assert expected["matches"].sum() > binned_calibration(matches, unrated, result.agents)["matches"].sum()
 
 
+def test_calibration_reads_a_test_case_table_in_code_order_without_a_look_up_and_alike_shuffled(matches):
+    """The rated test-case table comes in code order (sorted ids): its ratings are taken as they are (a look-up of
+    10M ids took about 10 s); shuffled, or with an id of its own, the look-up gives the very same bins."""
+    import pyarrow as pa
+
+    result = rate(matches, seed=2, orders=1, with_reliability=False)
+    arrow = pa.Table.from_pandas(matches, preserve_index=False)
+    in_order = pa.Table.from_pandas(result.test_cases.sort_values("test_case_id"), preserve_index=False)
+    shuffled = pa.Table.from_pandas(result.test_cases.sample(frac=1.0, random_state=0), preserve_index=False)
+    agents = pa.Table.from_pandas(result.agents, preserve_index=False)
+    expected = binned_calibration(arrow, shuffled, agents).to_pandas()
+    pd.testing.assert_frame_equal(binned_calibration(arrow, in_order, agents).to_pandas(), expected)
+    renamed = result.test_cases.sort_values("test_case_id").reset_index(drop=True)
+    renamed.loc[0, "test_case_id"] = "not rated"
+    other = binned_calibration(arrow, pa.Table.from_pandas(renamed, preserve_index=False), agents).to_pandas()
+    assert other["matches"].sum() < expected["matches"].sum()  # the renamed one's matches fall in no bin
+
+
 def test_rho_of_a_very_wide_benchmark_is_measured_on_a_fixed_sample(matches, monkeypatch):
     """Above RHO_TEST_CASES test cases, ρ of the test cases is measured on a seeded sample of that many (ranking 10M
     test cases at every snapshot was a third of a wide benchmark's rating time, issue 25); every other figure
