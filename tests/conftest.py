@@ -3,8 +3,14 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 DATA = Path(__file__).parent / "data"
+
+# no per-example deadline: the default 200 ms fails a property on a busy machine (the full run shares 2 cores among
+# 3 workers and their servers); a property test's own settings may still set one
+settings.register_profile("agielo", deadline=None)
+settings.load_profile("agielo")
 
 # the real components the tests start, named by @pytest.mark.component(name); the quick pass keeps one test of each
 COMPONENTS = {
@@ -34,7 +40,32 @@ def components_of(item) -> set[str]:
     return {name for mark in item.iter_markers("component") for name in mark.args}
 
 
+# The modules that take minutes, longest first (summed test time on a 2-core machine, 2026-11-27): collected first, so
+# that pytest-xdist (-n 3, --dist loadscope in pyproject) starts them first and packs the short modules around them,
+# instead of ending the run on one of them alone. An order only; no test depends on it.
+LONG_MODULES = (
+    "tests/pipeline/test_state_machine.py",
+    "tests/pipeline/test_healing.py",
+    "tests/pipeline/test_daemon.py",
+    "tests/deploy/test_production.py",
+    "tests/docs/test_code_blocks.py",
+    "tests/harness/test_pipeline.py",
+    "tests/cli/test_cli.py",
+    "tests/pipeline/test_consistency.py",
+    "tests/pipeline/test_limits.py",
+    "tests/ui/test_browser.py",
+    "tests/pipeline/test_placement_flow.py",
+    "tests/pipeline/test_dagster_dev.py",
+    "tests/rating/test_selection.py",
+    "tests/pipeline/test_capabilities.py",
+    "tests/pipeline/test_column_schema.py",
+    "tests/cli/test_cli_errors.py",
+)
+
+
 def pytest_collection_modifyitems(config, items):
+    rank = {module: i for i, module in enumerate(LONG_MODULES)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))  # stable: modules stay whole
     for item in items:
         for fixture in set(COMPONENT_FIXTURES) & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.component(COMPONENT_FIXTURES[fixture]))
@@ -75,36 +106,85 @@ def s3_server(tmp_path_factory):
                 os.environ[key] = value
 
 
-@pytest.fixture(scope="session")
-def demo_digits():
-    """The embedded demo's real digits benchmark (20 scikit-learn classifiers), as a match table."""
+def built_once(tmp_path_factory, name: str, build) -> Path:
+    """A folder that ``build(folder)`` fills once for the whole test run.
+
+    Under pytest-xdist every worker would build its own (the demo: minutes of scikit-learn on a busy
+    machine, once per worker): the first worker to ask builds it in the run's shared temporary folder,
+    the others wait on a lock and read it. A failed build leaves no mark, so the next worker tries again.
+    """
+    import fcntl
+    import shutil
+
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        folder = tmp_path_factory.mktemp(name)
+        build(folder)
+        return folder
+    folder = tmp_path_factory.getbasetemp().parent / f"built-once-{name}"
+    with open(f"{folder}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (folder / ".built").exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            build(folder)
+            (folder / ".built").touch()
+    return folder
+
+
+def demo_match_table(tmp_path_factory, benchmark: str):
+    """One of the embedded demo's real benchmarks (scikit-learn classifiers' p_true), as a match table."""
     import pandas as pd
 
-    from agielo_dagster.demo import demo_logs
+    def build(folder: Path) -> None:
+        from agielo_dagster.demo import demo_logs
 
-    logs = demo_logs("digits")
-    return pd.concat(
-        [log.assign(agent_id=agent, metric=log["p_true"], score=log["p_true"]) for agent, log in logs.items()], ignore_index=True
-    )[["test_case_id", "agent_id", "metric", "score"]]
+        logs = demo_logs(benchmark)
+        table = pd.concat(
+            [log.assign(agent_id=agent, metric=log["p_true"], score=log["p_true"]) for agent, log in logs.items()],
+            ignore_index=True,
+        )[["test_case_id", "agent_id", "metric", "score"]]
+        table.to_parquet(folder / "matches.parquet")
+
+    return pd.read_parquet(built_once(tmp_path_factory, f"demo-{benchmark}", build) / "matches.parquet")
+
+
+@pytest.fixture(scope="session")
+def demo_digits(tmp_path_factory):
+    """The embedded demo's real digits benchmark (20 scikit-learn classifiers), as a match table."""
+    return demo_match_table(tmp_path_factory, "digits")
 
 
 @pytest.fixture(scope="session")
 def demo_run(tmp_path_factory):
-    """`agielo demo` run once, as a user would: a subprocess on a fresh storage root and DAGSTER_HOME."""
-    import os
+    """`agielo demo` run once, as a user would: a subprocess on a fresh storage root and DAGSTER_HOME.
+
+    Built once for the run (:func:`built_once`); each worker gets its own copy of the storage and the
+    instance, which its tests may change (the UI tests start dagster dev on them)."""
+    import shutil
     import subprocess
     import sys
 
+    def build(folder: Path) -> None:
+        home, root = folder / "home", folder / "storage"
+        home.mkdir()
+        (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+        out = subprocess.run(
+            [sys.executable, "-m", "agielo_dagster.cli", "demo", "--storage", str(root)],
+            cwd=Path(__file__).resolve().parents[1],
+            env={**os.environ, "DAGSTER_HOME": str(home)},
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+        (folder / "out.json").write_text(
+            json.dumps({"args": out.args, "returncode": out.returncode, "stdout": out.stdout, "stderr": out.stderr})
+        )
+
+    built = built_once(tmp_path_factory, "demo-run", build)
     base = tmp_path_factory.mktemp("demo")
     home, root = base / "home", base / "storage"
-    home.mkdir()
-    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
-    out = subprocess.run(
-        [sys.executable, "-m", "agielo_dagster.cli", "demo", "--storage", str(root)],
-        cwd=Path(__file__).resolve().parents[1],
-        env={**os.environ, "DAGSTER_HOME": str(home)},
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    shutil.copytree(built / "home", home)
+    if (built / "storage").exists():
+        shutil.copytree(built / "storage", root)
+    out = subprocess.CompletedProcess(**json.loads((built / "out.json").read_text()))
     return {"root": root, "home": home, "out": out}

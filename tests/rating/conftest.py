@@ -1,20 +1,16 @@
 """Fixtures of the rating tests: the demo's second real benchmark and a real regression benchmark."""
 
-import pandas as pd
 import pytest
 
 from benchmarks import graded
 
+from ..conftest import demo_match_table
+
 
 @pytest.fixture(scope="session")
-def demo_breast_cancer():
+def demo_breast_cancer(tmp_path_factory):
     """The embedded demo's breast_cancer benchmark (13 scikit-learn classifiers, 569 tumours), as a match table."""
-    from agielo_dagster.demo import demo_logs
-
-    logs = demo_logs("breast_cancer")
-    return pd.concat(
-        [log.assign(agent_id=agent, metric=log["p_true"], score=log["p_true"]) for agent, log in logs.items()], ignore_index=True
-    )[["test_case_id", "agent_id", "metric", "score"]]
+    return demo_match_table(tmp_path_factory, "breast_cancer")
 
 
 @pytest.fixture(scope="session")
