@@ -16,9 +16,12 @@ CHROMIUM = os.environ.get("AGIELO_CHROMIUM") or shutil.which("chromium") or "/us
 ARTIFACTS = Path(os.environ.get("AGIELO_TEST_ARTIFACTS", REPO / "test-artifacts"))
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chromium():
-    """One headless Chromium (Debian's) for every browser test: Playwright's sync API allows one driver per process."""
+    """One headless Chromium (Debian's) for this module's tests: Playwright's sync API allows one driver per thread.
+
+    Module-wide, not session-wide: the driver keeps an event loop running on the main thread, and a later module
+    on the same worker that calls asyncio.run (dagster_graphql's test client) failed while it lived."""
     if not Path(CHROMIUM).exists():
         pytest.skip(f"Chromium is not installed ({CHROMIUM}); .ci/run installs Debian's chromium package")
     playwright = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")

@@ -147,7 +147,7 @@ def test_the_data_carries_provisional_marks_gaps_slices_and_masses(benchmark):
 def browser():
     """Headless Chromium on a thread of its own.
 
-    Playwright's sync API allows one driver per thread, and tests/ui/test_browser.py holds a session-wide one
+    Playwright's sync API allows one driver per thread, and tests/ui/test_browser.py holds a module-wide one
     on the main thread; a worker thread keeps the two apart. Every call goes through ``run(fn)``.
     """
     if not Path(CHROMIUM).exists():
