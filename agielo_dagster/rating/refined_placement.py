@@ -15,11 +15,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._kernels import Q
+from .intervals import z_of
 from .refine import _MAX_DOUBLINGS, _MAX_ITER, _MAX_STEP, _TOL, _binary
 
 __all__ = ["PairRecord", "RefinedPlacement", "place_on_refined", "place_refined", "profile_reach_one"]
-
-Z_95 = 1.959963984540054
 
 
 @dataclass(frozen=True)
@@ -116,7 +115,7 @@ def place_refined(
     *,
     weight: np.ndarray | None = None,
     start: float = 1500.0,
-    z: float = Z_95,
+    z: float = z_of(0.95),
 ) -> RefinedPlacement:
     """Place one newcomer on the refined scale by the refinement's own pairwise equations.
 
@@ -128,9 +127,10 @@ def place_refined(
     fixed), with Firth's correction (½ I'/I, scaled by the pairs' dispersion, capped at 1 as
     there); its standard error is the sandwich clustered by test case, as for the rated agents, and
     never less than the model's 1/√I (a newcomer that wins almost every decisive pair has almost no
-    residuals, and the sandwich alone shrinks as the record separates); its ``z`` interval reaches z·se each side, farther where the penalized likelihood is flat
-    (an agent that beats, or loses to, almost every rival it shares a test case with), as the
-    rated agents' do (:func:`~agielo_dagster.rating.refine.profile_reach`).
+    residuals, and the sandwich alone shrinks as the record separates); its ``z`` interval reaches
+    z·se each side, farther where the penalized likelihood is flat (an agent that beats, or loses
+    to, almost every rival it shares a test case with), as the rated agents' do
+    (:func:`~agielo_dagster.rating.refine.profile_reach`).
     """
     s_a = np.asarray(score, dtype=np.float64)
     s_b = np.asarray(rival_score, dtype=np.float64)
@@ -202,7 +202,6 @@ def place_on_refined(
     import pandas as pd
 
     from .frames import to_pandas
-    from .intervals import z_of
     from .schema import MATCH_COLUMNS
 
     z = z_of(level)
