@@ -442,9 +442,32 @@ def _spearman_played(rating, mean_metric):
     return pearson(_ranks(x), _ranks(y))
 
 
+_COMPILED_RANKS_FROM = 4096  # players; fewer are ranked by numpy's sort, and the ranking kernels are never compiled
+
+
+def average_ranks(xs: np.ndarray) -> np.ndarray:
+    """``_ranks`` by numpy's stable sort: the same exact ranks, without compiling the kernels (~8 CPU-s on first use)."""
+    order = np.argsort(xs, kind="stable")
+    ordered = xs[order]
+    starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))  # −0.0 and 0.0 compare equal: a tie
+    ends = np.append(starts[1:], len(xs)) - 1
+    ranks = np.empty(len(xs))
+    ranks[order] = np.repeat(0.5 * (starts + ends) + 1.0, ends - starts + 1)
+    return ranks
+
+
 def spearman_played(rating: np.ndarray, mean_metric: np.ndarray) -> float:
-    """Spearman ρ (average ranks for ties) over the players that have played (mean not NaN)."""
-    return float(_spearman_played(np.asarray(rating, dtype=np.float64), np.asarray(mean_metric, dtype=np.float64)))
+    """Spearman ρ (average ranks for ties) over the players that have played (mean not NaN).
+
+    Small inputs rank with numpy (a fresh install's demo then compiles none of the ranking kernels); both paths give
+    the same ranks, exact half-integers, and the same compiled Pearson, so the same bits."""
+    rating, mean_metric = np.asarray(rating, dtype=np.float64), np.asarray(mean_metric, dtype=np.float64)
+    if len(mean_metric) >= _COMPILED_RANKS_FROM:
+        return float(_spearman_played(rating, mean_metric))
+    played = ~np.isnan(mean_metric)
+    if played.sum() < 2:
+        return np.nan
+    return float(pearson(average_ranks(rating[played]), average_ranks(mean_metric[played])))
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")

@@ -143,6 +143,28 @@ def test_spearman_ranks_equal_scipys_average_ranks(distinct):
     assert np.array_equal(_ranks(xs), rankdata(xs, method="average"))
 
 
+@pytest.mark.parametrize("distinct", [1, 2, 21, 300, 3000])
+def test_spearman_of_few_players_is_the_kernels_to_the_bit(distinct):
+    """Below ``_COMPILED_RANKS_FROM`` players, numpy ranks them (a fresh install's demo compiles no ranking kernel):
+    the same ranks and the same ρ, bit for bit, as the compiled path, NaN (not played) and signed zeros included."""
+    from scipy.stats import rankdata
+
+    from agielo_dagster.rating._kernels import _COMPILED_RANKS_FROM, _spearman_played, average_ranks, spearman_played
+
+    rng = np.random.default_rng(distinct)
+    values = rng.normal(size=distinct)
+    values[0] = 0.0
+    mean = rng.choice(values, size=_COMPILED_RANKS_FROM - 1)
+    mean[rng.random(len(mean)) < 0.5 * (mean == 0.0)] = -0.0
+    mean[rng.random(len(mean)) < 0.1] = np.nan
+    rating = np.round(rng.normal(1500.0, 300.0, len(mean)), 1)
+    assert np.array_equal(average_ranks(rating), rankdata(rating, method="average"))
+    rho = spearman_played(rating, mean)
+    assert np.isfinite(rho) or distinct == 1
+    assert np.array_equal(rho, _spearman_played(rating, mean), equal_nan=True)
+    assert np.isnan(spearman_played(rating[:1], mean[:1]))
+
+
 @pytest.mark.parametrize("run", [2, 33, 300_000])
 def test_spearman_ranks_of_values_closer_than_the_sorted_bits(run):
     """Values that share their radix-sorted leading bits (relative gaps under 1e-6) are settled exactly: a short run by
@@ -191,6 +213,7 @@ def test_a_calibrated_benchmark_sits_within_its_twins():
     assert calibration_twins(matches, result, twins=10, seed=0) == yard
 
 
+@pytest.mark.slow  # the quick pass keeps the calibrated benchmark within its twins
 def test_a_guessing_floor_is_visible_above_the_twins_on_100_items():
     # four-choice items: a quarter right by guessing, which the logistic curve of AGI-Elo cannot follow.
     # On 316 x 100 it shows in every seed tried (2-5: MAE 0.084-0.086 against twins' 95 % 0.078-0.081);
