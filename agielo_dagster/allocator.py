@@ -17,21 +17,49 @@ from __future__ import annotations
 
 import ctypes
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 
-__all__ = ["MMAP_THRESHOLD", "return_freed_memory"]
+__all__ = ["MMAP_THRESHOLD", "return_freed_memory", "reusing_freed_memory"]
 
 MMAP_THRESHOLD = 128 << 10
+REUSE_THRESHOLD = 32 << 20  # glibc's own ceiling for its adaptive threshold (64-bit)
 _M_MMAP_THRESHOLD = -3  # mallopt's parameter number (malloc.h)
+
+
+def _libc() -> ctypes.CDLL | None:
+    try:
+        return ctypes.CDLL("libc.so.6")
+    except OSError:  # not glibc (macOS, musl)
+        return None
 
 
 def return_freed_memory() -> None:
     """Fix glibc's mmap threshold and choose Arrow's system pool (read when pyarrow first allocates)."""
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-    except OSError:  # not glibc (macOS, musl)
+    libc = _libc()
+    if libc is not None:
+        libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)
+
+
+@contextmanager
+def reusing_freed_memory() -> Iterator[None]:
+    """Keep freed blocks of up to 32 MiB in the heap for reuse inside the block, then give them back.
+
+    For many short-lived mid-sized arrays (the demo's classifiers, trained fold after fold): mapping and
+    unmapping each, with the fixed threshold, cost the demo's training 8 of its 26 CPU-seconds in page
+    faults and system time.
+    """
+    libc = _libc()
+    if libc is None:
+        yield
         return
-    libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)
+    libc.mallopt(_M_MMAP_THRESHOLD, REUSE_THRESHOLD)
+    try:
+        yield
+    finally:
+        libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)
+        libc.malloc_trim(0)
 
 
 return_freed_memory()

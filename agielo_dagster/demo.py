@@ -63,8 +63,6 @@ def demo_models(benchmark: str) -> dict[str, Callable[[], object]]:
     from sklearn.svm import SVC
     from sklearn.tree import DecisionTreeClassifier
 
-    from .rating.cores import usable_cores
-
     def scaled(model):
         return lambda: make_pipeline(StandardScaler(), model())
 
@@ -81,8 +79,10 @@ def demo_models(benchmark: str) -> dict[str, Callable[[], object]]:
         "decision_tree_depth_4": lambda: DecisionTreeClassifier(max_depth=4, random_state=0),
         "decision_tree": lambda: DecisionTreeClassifier(random_state=0),
         "random_forest_10": lambda: RandomForestClassifier(10, random_state=0),
-        "random_forest": lambda: RandomForestClassifier(200, random_state=0, n_jobs=usable_cores()),
-        "extra_trees": lambda: ExtraTreesClassifier(200, random_state=0, n_jobs=usable_cores()),
+        # scikit-learn's 100 trees, on one thread: on 2 idle cores two joblib threads took the same wall time and
+        # 1 CPU-s more a forest, and 200 trees 3.7 CPU-s more over both benchmarks
+        "random_forest": lambda: RandomForestClassifier(random_state=0),
+        "extra_trees": lambda: ExtraTreesClassifier(random_state=0),
         "hist_gradient_boosting": lambda: HistGradientBoostingClassifier(max_iter=30, learning_rate=0.3, random_state=0),
         "adaboost": lambda: AdaBoostClassifier(random_state=0),
         "svc_rbf": scaled(lambda: SVC(probability=True, random_state=0)),
@@ -118,12 +118,15 @@ def demo_logs(benchmark: str) -> dict[str, pd.DataFrame]:
     ids = [f"{benchmark}_{i:04d}" for i in range(len(y))]
     from threadpoolctl import threadpool_limits
 
+    from .allocator import reusing_freed_memory
+
     logs = {}
     # OpenMP on one thread: the demo's models are small (569 and 1,797 samples), and their many short parallel
     # regions cost more in waking threads than they save. The whole demo on 2 idle cores (2026-11-26): 44 s and
     # 46 CPU-s against 49 s and 59 CPU-s on both cores; beside 3 busy processes 50 CPU-s against 70. The
-    # forests' joblib threads and the engine's order threads still use every usable core.
-    with warnings.catch_warnings(), threadpool_limits(limits=1, user_api="openmp"):
+    # engine's order threads still use every usable core. Freed arrays stay in the heap while the models train
+    # (allocator.py maps and unmaps every block of 128 KiB and more, for wide benchmarks' sake).
+    with warnings.catch_warnings(), threadpool_limits(limits=1, user_api="openmp"), reusing_freed_memory():
         warnings.simplefilter("ignore")  # convergence chatter of the weak baselines is expected
         for name, make in demo_models(benchmark).items():
             proba = cross_val_predict(make(), x, y, cv=folds, method="predict_proba")
