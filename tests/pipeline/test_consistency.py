@@ -42,6 +42,7 @@ def test_the_same_file_uploaded_twice_changes_nothing(daemon, root):
     assert len(daemon.runs) == runs and outputs(root, "quiz") == before
 
 
+@pytest.mark.slow  # the quick pass keeps the byte-identical rerun
 def test_a_file_replaced_while_its_run_is_in_flight(daemon, root, tmp_path):
     write_benchmark(root, "quiz", [1300, 1500, 1700])
     daemon.settle()

@@ -51,6 +51,7 @@ def nasty_benchmark(root, daemon):
     return matches, rename
 
 
+@pytest.mark.slow  # slow pass
 def test_a_plan_is_spreadsheet_safe_and_its_twin_keeps_the_ids(root, daemon, nasty_benchmark):
     matches, rename = nasty_benchmark
     config = {"ops": {"placement_plans": {"config": {"agent": "newbie", "budget": 30}}}}

@@ -110,6 +110,7 @@ def test_sensor_and_schedule_are_running(dev_server):
     )
 
 
+@pytest.mark.slow  # the quick pass runs the daemon in test_uploads_check and test_production_quick
 def test_the_daemon_rates_a_new_upload_end_to_end(dev_server):
     """No in-process stand-in: dagster dev's own daemon runs the sensor and the runs."""
     import time

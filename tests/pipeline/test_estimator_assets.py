@@ -9,6 +9,7 @@ from agielo_dagster.sensors import judgments_sensor
 from .conftest import QUIET, write_benchmark
 
 
+@pytest.mark.slow  # the quick pass runs the nightly job in test_seams
 def test_nightly_job_compares_estimators_and_bounds_uncertainty(daemon, root):
     write_benchmark(root, "quiz", [1200, 1450, 1700, 1950], test_cases=150)
     runs = daemon.settle()

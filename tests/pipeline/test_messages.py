@@ -4,6 +4,7 @@ import logging
 
 import dagster as dg
 import pandas as pd
+import pytest
 
 from agielo_dagster.sensors import benchmarks_sensor
 
@@ -52,6 +53,7 @@ def test_the_sensor_logs_a_refused_file_once_per_change(daemon, root):
     assert len(refused) == 1 and "raw/notes.txt" in refused[0], refused
 
 
+@pytest.mark.slow  # the quick pass keeps every rule reaching the ledger
 def test_a_rejected_re_upload_withdraws_the_agents_last_accepted_version(daemon, root):
     write_benchmark(root, "quiz", [1300, 1500, 1700])
     daemon.settle()

@@ -98,6 +98,7 @@ def test_a_changed_upload_re_rates_only_its_benchmark_and_reads_only_itself(daem
     assert output_bytes(root, "vision") == before_vision
 
 
+@pytest.mark.slow  # the quick pass keeps the fingerprint test
 def test_a_change_that_keeps_size_and_modification_time_is_seen(daemon, root):
     write_benchmark(root, "quiz", [1300, 1500])
     daemon.settle()
@@ -113,6 +114,7 @@ def test_a_change_that_keeps_size_and_modification_time_is_seen(daemon, root):
     assert (stored.loc[stored["agent_id"] == "agent_0", "metric"].to_numpy() == flipped["correct"].to_numpy()).all()
 
 
+@pytest.mark.slow  # the quick pass has rejections in test_bad_uploads, test_cli_errors and the browser
 def test_a_rejected_upload_is_shown_as_rejected_and_is_not_rated(daemon, root):
     write_benchmark(root, "quiz", [1300, 1500, 1700])
     daemon.settle()
@@ -180,6 +182,7 @@ def test_a_metric_renamed_to_a_missing_column_withdraws_the_ratings(daemon, root
     assert not daemon.sensor_tick().run_requests
 
 
+@pytest.mark.slow  # minutes of daemon ticks; slow pass
 def test_a_deleted_benchmark_folder_loses_its_outputs_and_partition(daemon, root):
     import shutil
 
@@ -193,6 +196,7 @@ def test_a_deleted_benchmark_folder_loses_its_outputs_and_partition(daemon, root
     assert sorted(daemon.instance.get_dynamic_partitions("benchmarks")) == ["quiz_v2", "vision"]
 
 
+@pytest.mark.slow  # the quick pass runs the nightly job in test_seams
 def test_nightly_schedule_requests_every_benchmark(daemon, root):
     write_benchmark(root, "quiz", [1300, 1500])
     write_benchmark(root, "vision", [1400, 1800], seed=3)
@@ -231,6 +235,7 @@ def test_nightly_timezone_is_configurable():
     assert out.stdout.strip() == "Europe/Berlin"
 
 
+@pytest.mark.slow  # slow pass
 def test_removed_upload_leaves_the_ratings(daemon, root):
     write_benchmark(root, "quiz", [1300, 1500, 1700])
     daemon.settle()

@@ -92,6 +92,7 @@ def test_a_rejected_s3_upload_is_quarantined_and_the_secret_never_shows(s3):
     assert SECRET_KEY not in text
 
 
+@pytest.mark.slow  # the quick pass rates and re-rates on the S3 server
 def test_storage_stopped_mid_run_is_retried_and_leaves_no_partial_output(s3_server, tmp_path):
     """SeaweedFS goes down after the sensor planned a run and comes back while the run retries.
 

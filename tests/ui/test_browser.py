@@ -191,6 +191,7 @@ def test_ids_holding_markdown_and_html_are_shown_never_interpreted(ledger_page):
     assert dialogs == [] and not [u for u in requests if "evil" in u or u.endswith("/x")]
 
 
+@pytest.mark.slow  # the quick pass keeps the headline's rule without a browser (test_uploads_check) and a rejection in the browser
 def test_the_check_headline_keeps_a_failure_after_a_clean_run_of_another_benchmark(ledger_page):
     """Issue 24 item 5: a later, clean run of another benchmark must not turn uploads_accepted's headline to
     Passed (or Skipped): the check summarizes every benchmark, with a benchmark column. Runs last in this module."""
