@@ -9,7 +9,7 @@ case. One raw log per model is written under ``<root>/raw/<benchmark>/``:
   (graded, so each measurement says more than right/wrong), scored with ``identity``.
 
 Extra columns (``correct``, ``true_label``, ``predicted_label``) are test-case metadata.
-Runs in about 30 s on 2 cores; the data never leaves the machine.
+Runs in well under a minute on 2 cores (docs/performance.md); the data never leaves the machine.
 """
 
 from __future__ import annotations

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from ..conftest import built_once
+
 DATA = Path(__file__).resolve().parents[1] / "data" / "harness"
 BIN = Path(sys.executable).parent
 OFFLINE = {
@@ -92,45 +94,51 @@ def _run(commands: list[list[str]], cwd: Path, env: dict, what: str) -> None:
 
 @pytest.fixture(scope="session")
 def lm_eval_logs(tmp_path_factory) -> Path:
-    """A folder with ``run1/`` (pythia-160m, two runs) and ``run2/`` (parrot-7b), each an lm-eval ``--output_path``."""
-    work = tmp_path_factory.mktemp("lm_eval")
-    for f in (DATA / "lm_eval_tasks").iterdir():
-        shutil.copy(f, work / f.name)
-    env = {**os.environ, **OFFLINE, "HF_HOME": str(work / ".hf"), "HF_DATASETS_CACHE": str(work / ".hf" / "datasets")}
-    # concurrently: each run spends most of its ~8 s indexing lm-eval's built-in task configs. The two runs into
-    # run1 get distinct timestamps (microseconds); the reader keeps the later one, whichever finished first.
-    _run(
-        [
-            lm_eval_command("EleutherAI/pythia-160m", 1, "run1"),
-            lm_eval_command("acme/parrot-7b", 2, "run2"),
-            lm_eval_command("EleutherAI/pythia-160m", 3, "run1"),
-        ],
-        work,
-        env,
-        "lm_eval",
-    )
-    return work
+    """A folder with ``run1/`` (pythia-160m, two runs) and ``run2/`` (parrot-7b), each an lm-eval ``--output_path``.
+
+    Built once for all test workers (``built_once``): the tests only read it (they copy what they upload)."""
+
+    def build(work: Path) -> None:
+        for f in (DATA / "lm_eval_tasks").iterdir():
+            shutil.copy(f, work / f.name)
+        env = {**os.environ, **OFFLINE, "HF_HOME": str(work / ".hf"), "HF_DATASETS_CACHE": str(work / ".hf" / "datasets")}
+        # concurrently: each run spends most of its ~8 s indexing lm-eval's built-in task configs. The two runs into
+        # run1 get distinct timestamps (microseconds); the reader keeps the later one, whichever finished first.
+        _run(
+            [
+                lm_eval_command("EleutherAI/pythia-160m", 1, "run1"),
+                lm_eval_command("acme/parrot-7b", 2, "run2"),
+                lm_eval_command("EleutherAI/pythia-160m", 3, "run1"),
+            ],
+            work,
+            env,
+            "lm_eval",
+        )
+
+    return built_once(tmp_path_factory, "lm_eval_logs", build)
 
 
 @pytest.fixture(scope="session")
 def inspect_logs(tmp_path_factory) -> Path:
-    """A folder with ``logs/`` (4 ``.eval`` logs: 2 tasks × alpha, beta) and ``later/`` (gamma: 3 tasks)."""
+    """A folder with ``logs/`` (4 ``.eval`` logs: 2 tasks × alpha, beta) and ``later/`` (gamma: 3 tasks), built once."""
     pytest.importorskip("inspect_ai", reason="inspect-ai is an optional dependency: pip install -e '.[test]'")
-    work = tmp_path_factory.mktemp("inspect")
-    shutil.copy(DATA / "inspect_tasks" / "quiz_tasks.py", work / "quiz_tasks.py")
-    env = {**os.environ, **OFFLINE, "INSPECT_LOG_DIR": str(work / "logs")}
-    _run(
-        [
-            inspect_command(["quiz_tasks.py@arith_quiz", "quiz_tasks.py@graded"], "mockllm/alpha,mockllm/beta", "logs"),
-            inspect_command(
-                ["quiz_tasks.py@arith_quiz", "quiz_tasks.py@flaky", "quiz_tasks.py@broken"], "mockllm/gamma", "later"
-            ),
-        ],
-        work,
-        env,
-        "inspect eval",
-    )
-    return work
+
+    def build(work: Path) -> None:
+        shutil.copy(DATA / "inspect_tasks" / "quiz_tasks.py", work / "quiz_tasks.py")
+        env = {**os.environ, **OFFLINE, "INSPECT_LOG_DIR": str(work / "logs")}
+        _run(
+            [
+                inspect_command(["quiz_tasks.py@arith_quiz", "quiz_tasks.py@graded"], "mockllm/alpha,mockllm/beta", "logs"),
+                inspect_command(
+                    ["quiz_tasks.py@arith_quiz", "quiz_tasks.py@flaky", "quiz_tasks.py@broken"], "mockllm/gamma", "later"
+                ),
+            ],
+            work,
+            env,
+            "inspect eval",
+        )
+
+    return built_once(tmp_path_factory, "inspect_logs", build)
 
 
 def drop_of(folder: Path, prefix: str) -> dict[str, bytes]:

@@ -9,7 +9,8 @@ import pytest
 from ..devserver import REPO, DagsterDev
 from .conftest import BENCHMARK_OUTPUTS, OUTPUTS, write_benchmark
 
-pytestmark = [pytest.mark.component("dagster"), pytest.mark.component("daemon")]
+# slow as a whole: the quick pass starts dagster dev in the browser tests, and checks the definitions with dg (test_project)
+pytestmark = [pytest.mark.component("dagster"), pytest.mark.component("daemon"), pytest.mark.slow]
 
 ASSETS = {
     "harness_uploads",
@@ -110,7 +111,6 @@ def test_sensor_and_schedule_are_running(dev_server):
     )
 
 
-@pytest.mark.slow  # the quick pass runs the daemon in test_uploads_check and test_production_quick
 def test_the_daemon_rates_a_new_upload_end_to_end(dev_server):
     """No in-process stand-in: dagster dev's own daemon runs the sensor and the runs."""
     import time
