@@ -70,6 +70,28 @@ def run_segment(agent, test_case, score, done, stop, reverse, a_mu, a_sig, t_mu,
 
 
 @numba.njit(cache=True, nogil=True)
+def relabel_by_first_match(test_case, n_test_cases):
+    """Recode ``test_case`` in place so that test cases are numbered in the order of their first match; returns
+    ``new_of_old`` (test cases never played come last). An order's matches then read and write the test cases' state
+    nearly in sequence instead of at random (one match each: exactly in sequence)."""
+    new_of_old = np.full(n_test_cases, -1, dtype=np.int32)
+    k = 0
+    for i in range(len(test_case)):
+        t = test_case[i]
+        c = new_of_old[t]
+        if c < 0:
+            c = k
+            new_of_old[t] = k
+            k += 1
+        test_case[i] = c
+    for t in range(n_test_cases):
+        if new_of_old[t] < 0:
+            new_of_old[t] = k
+            k += 1
+    return new_of_old
+
+
+@numba.njit(cache=True, nogil=True)
 def first_positions(test_case, reverse, out):
     """Each test case's first match's position in the order (``out`` starts at the number of matches)."""
     n = len(test_case)

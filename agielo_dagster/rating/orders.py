@@ -131,6 +131,23 @@ class _Ordered:
     test_case: np.ndarray
     score: np.ndarray
     metric: np.ndarray | None = None
+    new_of_old: np.ndarray | None = None  # set when ``test_case`` holds codes relabeled by first match (relabeled)
+
+
+RELABEL_FROM = 1 << 17
+"""From this many test cases, an order's own copy numbers its test cases by their first match (``relabeled``).
+
+A Glicko pass reads and writes each match's test-case state (μ, σ, matches played, history slot): over a wide
+benchmark's millions of test cases in a random order, each a cache miss. Numbered by first match, a pass walks them
+nearly in sequence (one match each: exactly). 1 agent × 4M test cases, one pass: 3.2 s with codes in sequence
+against 5.6 s at random. Every value played is the same, so every rating is the same, bit for bit."""
+
+
+def relabeled(o: _Ordered, n_test_cases: int) -> _Ordered:
+    """``o`` with its test cases numbered by first match, in place, when there are at least ``RELABEL_FROM``."""
+    if n_test_cases >= RELABEL_FROM and o.new_of_old is None:
+        o.new_of_old = K.relabel_by_first_match(o.test_case, n_test_cases)
+    return o
 
 
 def _score_dtype(score: np.ndarray) -> type:
@@ -213,9 +230,11 @@ class _Layout:
 
     def state_bytes(self) -> int:
         """What one order in play holds: μ, σ and snapshots of every agent, each test case's μ, σ, count and
-        match position, and the recorded test cases' snapshots and histories."""
+        match position, and the recorded test cases' snapshots and histories (relabeled: its new code and slot, and
+        μ and σ handed back in the matches' codes)."""
         per_recorded = 16 * (len(self.tc_ends) + self.levels)
-        return 16 * self.n_a * (1 + len(self.ends)) + self.n_t * (16 + 8 + 4) + per_recorded * self.recorded
+        per_test_case = 16 + 8 + 4 + (4 + 4 + 16 if self.n_t >= RELABEL_FROM else 0)
+        return 16 * self.n_a * (1 + len(self.ends)) + self.n_t * per_test_case + per_recorded * self.recorded
 
 
 @dataclass
@@ -275,6 +294,14 @@ def _play(o: _Ordered, reverse: bool, lay: _Layout, on_segment=None) -> _Run:
     n, n_a, n_t, recorded = len(o.agent), lay.n_a, lay.n_t, lay.recorded
     a_mu, a_sig = np.full(n_a, lay.init_mu), np.full(n_a, lay.init_sigma)
     t_mu, t_sig = np.full(n_t, lay.init_mu), np.full(n_t, lay.init_sigma)
+    new = o.new_of_old  # None, or the codes of ``o.test_case`` are relabeled: the state is kept in them, and handed back
+    if new is not None and on_segment is not None:
+        raise ValueError("an order measured as it is played keeps the matches' own codes")
+    slot, kept = lay.slot, lay.kept
+    if new is not None:
+        slot = np.empty_like(lay.slot)
+        slot[new] = lay.slot
+        kept = None if lay.kept is None else new[lay.kept]
     t_first = np.empty(0, dtype=np.int64)
     if lay.kept is not None:
         t_first = np.full(n_t, n, dtype=np.int32 if n < 2**31 else np.int64)
@@ -308,7 +335,7 @@ def _play(o: _Ordered, reverse: bool, lay: _Layout, on_segment=None) -> _Run:
             t_mu,
             t_sig,
             t_played,
-            lay.slot,
+            slot,
             run.t_mu_after,
             run.t_sig_after,
         )
@@ -318,10 +345,14 @@ def _play(o: _Ordered, reverse: bool, lay: _Layout, on_segment=None) -> _Run:
         for k in np.flatnonzero(lay.ends == stop):
             run.a_mu_at[k], run.a_sig_at[k] = a_mu, a_sig
         for k in np.flatnonzero(lay.tc_ends == stop):
-            if lay.kept is None:
-                run.t_mu_kept[k], run.t_sig_kept[k] = t_mu, t_sig
+            if kept is None:
+                run.t_mu_kept[k], run.t_sig_kept[k] = (t_mu, t_sig) if new is None else (t_mu[new], t_sig[new])
             else:
-                run.t_mu_kept[k], run.t_sig_kept[k] = t_mu[lay.kept], t_sig[lay.kept]
+                run.t_mu_kept[k], run.t_sig_kept[k] = t_mu[kept], t_sig[kept]
+    if new is not None:
+        run.t_mu, run.t_sig = t_mu[new], t_sig[new]
+        if len(t_first):
+            run.t_first = t_first[new]
     return run
 
 
@@ -416,7 +447,7 @@ class _SharedCopy:
         with self.lock:
             if self.copy is None:
                 self.copies.acquire()
-                self.copy = _ordered(self.m, self.pair, self.score_dtype, False)
+                self.copy = relabeled(_ordered(self.m, self.pair, self.score_dtype, False), self.m.n_test_cases)
             o = self.copy
         try:
             return _play(o, reverse, layout)

@@ -127,3 +127,36 @@ def test_a_test_case_of_one_match_is_at_its_start_before_it_and_at_its_final_rat
                 continue  # two matches: recorded as it played
             expected = (final.loc[case, "mu"], final.loc[case, "sigma"]) if row < ends else (1500.0, 350.0)
             assert (at.loc[case, "mu"], at.loc[case, "sigma"]) == expected, (fraction, case)
+
+
+@pytest.mark.parametrize("repeats", [1, 3])
+def test_orders_numbering_test_cases_by_first_match_do_not_change_a_single_bit(monkeypatch, repeats):
+    """From RELABEL_FROM test cases an order's copy numbers them by first match (a wide benchmark's pass then walks its
+    test cases in sequence): the same ratings, snapshots and reliability, bit for bit. One match per test case (only
+    the agents recorded) and several (every test case recorded, and a mix)."""
+    from agielo_dagster.rating import orders
+
+    rng = np.random.default_rng(repeats)
+    n_test_cases = 3000
+    played = rng.integers(1, repeats + 1, n_test_cases)
+    test_case = np.repeat(np.arange(n_test_cases), played)
+    agent = np.concatenate([rng.permutation(4)[:k] for k in played])  # an agent meets a test case once
+    score = (rng.random(len(test_case)) < 0.4 + 0.1 * agent).astype(float)
+    matches = pd.DataFrame(
+        {"test_case_id": [f"t{t}" for t in test_case], "agent_id": [f"a{a}" for a in agent], "metric": score, "score": score}
+    )
+    monkeypatch.setattr(orders, "RELABEL_FROM", 10**9)
+    plain = rate(matches, seed=5, orders=6)
+    monkeypatch.setattr(orders, "RELABEL_FROM", 0)
+    relabeled = rate(matches, seed=5, orders=6)
+    for name in ("agents", "test_cases", "snapshots", "reliability"):
+        pd.testing.assert_frame_equal(getattr(relabeled, name), getattr(plain, name), check_exact=True)
+
+
+def test_relabeling_numbers_test_cases_by_first_match():
+    from agielo_dagster.rating._kernels import relabel_by_first_match
+
+    codes = np.array([4, 1, 4, 0, 1], dtype=np.int32)
+    new_of_old = relabel_by_first_match(codes, 6)
+    np.testing.assert_array_equal(codes, [0, 1, 0, 2, 1])
+    np.testing.assert_array_equal(new_of_old, [2, 1, 3, 4, 0, 5])  # 2, 3, 5 never played: last, in code order
