@@ -286,7 +286,8 @@ def _placed_partial_uploads(
 
 @dg.asset(
     ins={
-        "test_case_ratings": dg.AssetIn(metadata={"columns": ["test_case_id", "mu", "component"]}),
+        # no ids: the gaps never read them, and a wide benchmark's are millions of strings to convert
+        "test_case_ratings": dg.AssetIn(metadata={"columns": ["mu", "component"]}),
         "agent_ratings": dg.AssetIn(),
         "input_manifests": dg.AssetIn(),
     },

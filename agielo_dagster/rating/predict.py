@@ -212,12 +212,14 @@ def _confidence_label(c: float) -> str:
     return f"{100 * c:g}".replace(".", "_")
 
 
-def _ratings(df: Table, id_column: str, what: str) -> tuple[pd.DataFrame, np.ndarray]:
+def _ratings(df: Table, id_column: str, what: str, *, ids: bool = True) -> tuple[pd.DataFrame, np.ndarray]:
+    """The table as pandas and its ``mu``; ids checked where present, required unless ``ids`` is False."""
     pdf = to_pandas(df)
-    require_columns(pdf, (id_column, "mu"), what)
+    require_columns(pdf, (id_column, "mu") if ids else ("mu",), what)
     if len(pdf) == 0:
         raise MatchTableError(f"{what} has no rows (rule: non_empty)", rule="non_empty")
-    ids_of(pdf, id_column, what)
+    if id_column in pdf:
+        ids_of(pdf, id_column, what)
     return pdf, floats_of(pdf, "mu", what)
 
 
@@ -232,7 +234,8 @@ def competency_gaps(
     Parameters
     ----------
     test_cases : DataFrame
-        ``test_case_id, mu``.
+        ``mu`` (and ``test_case_id``, checked where present; the gaps never read it: a wide benchmark's
+        pipeline leaves its millions of ids out).
     agents : DataFrame
         ``agent_id, mu``.
     confidences : sequence of float
@@ -256,7 +259,7 @@ def competency_gaps(
     component has no test case in ``test_cases`` is an error (rule ``component_known``).
     """
     flavour = flavour_of(agents)
-    t_df, t_mu = _ratings(test_cases, "test_case_id", "test-case table")
+    t_df, t_mu = _ratings(test_cases, "test_case_id", "test-case table", ids=False)
     a_df, a_mu = _ratings(agents, "agent_id", "agent table")
     by_component = "component" in a_df.columns and "component" in t_df.columns
     a_comp = a_df["component"].to_numpy() if by_component else np.zeros(len(a_df), dtype=np.int64)

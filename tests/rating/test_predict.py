@@ -94,6 +94,16 @@ def test_competency_gaps_custom_confidences_and_scoring():
     assert gaps["expected_metric_on_hardest"].iloc[0] == pytest.approx(10 - 10 * expected_score(1800, 2100))
 
 
+def test_competency_gaps_need_no_test_case_ids_and_check_them_where_given():
+    """The gaps read only the test cases' ratings: the pipeline leaves a wide benchmark's millions of ids out."""
+    agents = pd.DataFrame({"agent_id": ["weak", "strong"], "mu": [1400.0, 2000.0]})
+    pd.testing.assert_frame_equal(
+        competency_gaps(TEST_CASES[["mu"]], agents), competency_gaps(TEST_CASES, agents), check_exact=True
+    )
+    with pytest.raises(MatchTableError, match="test-case table row 1: test_case_id is missing"):
+        competency_gaps(TEST_CASES.assign(test_case_id=["a", None, "c", "d"]), agents)
+
+
 def test_competency_gaps_refuses_tables_without_ratings():
     with pytest.raises(MatchTableError, match="lacks column"):
         competency_gaps(TEST_CASES.drop(columns="mu"), pd.DataFrame({"agent_id": ["a"], "mu": [1.0]}))
