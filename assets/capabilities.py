@@ -11,13 +11,15 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 from agielo_dagster.resources.storage import ObjectStorage
+from agielo_dagster.resources.warehouse import free_previous_steps, read_stored
 
-from agielo_dagster.domain.layout import accepted_path
+from agielo_dagster.domain.layout import accepted_path, warehouse_path
 from agielo_dagster.domain.ledger import read_ledger, read_tag_file
 from agielo_dagster.domain.lineage import RATING_VERSION
+from agielo_dagster.domain.status import DIGEST_KEY
 from agielo_dagster.rating.schema import MATCH_COLUMNS
 
-from .common import benchmark_output, digest_of, frame_table, retried_on_storage_errors
+from .common import benchmark_output, frame_table, retried_on_storage_errors
 from .partitions import benchmark_partitions
 
 METADATA_UPLOADS = 50
@@ -46,7 +48,7 @@ def benchmark_tags(storage: ObjectStorage, benchmark: str) -> pa.Table | None:
 TAGS_KNOWN_RULE = "tags_known_test_cases"
 
 
-def tag_coverage(tags: pa.Table, test_case_ratings: pa.Table, source: str) -> dict:
+def tag_coverage(tags: pa.Table, test_case_ratings: pa.Table | None, source: str) -> dict:
     """How many tagged test cases the benchmark rates; a ``tag_warning`` naming the rule when some or all are unknown.
 
     Tags of unknown test cases are kept (an upload may rate them later) but tag nothing: with none known,
@@ -87,32 +89,41 @@ def tag_coverage(tags: pa.Table, test_case_ratings: pa.Table, source: str) -> di
         ),
     },
     partitions_def=benchmark_partitions,
-    ins={
-        "match_tables": dg.AssetIn(metadata={"columns": list(MATCH_COLUMNS)}),
-        "test_case_ratings": dg.AssetIn(),
-    },
+    # read in the step, and only for a benchmark with tags: most have none, and a wide benchmark's two tables are
+    # 10M rows each (about 9 s to load at 1 x 10M, issue 25)
+    deps=["match_tables", "test_case_ratings"],
 )
-def capabilities(context: dg.AssetExecutionContext, storage: ObjectStorage, match_tables: pa.Table, test_case_ratings: pa.Table):
+def capabilities(context: dg.AssetExecutionContext, storage: ObjectStorage):
     from agielo_dagster.domain.tags import abilities_of
     from agielo_dagster.rating import ability_masses, slice_ratings
 
+    free_previous_steps()
     benchmark = context.partition_key
-    digest = digest_of(test_case_ratings)
+    store = storage.store
     with retried_on_storage_errors(context):
         tags = benchmark_tags(storage, benchmark)
-        ledger = read_ledger(storage.store, benchmark)
+        ledger = read_ledger(store, benchmark)
+        digest = (store.parquet_metadata(warehouse_path("test_case_ratings", benchmark)) or {}).get(DIGEST_KEY, "")
     tag_file = ledger.tag_file if ledger else None
     common = {"inputs_digest": digest, "code_version": RATING_VERSION}
     if tags is None:
         tags = pa.table({"test_case_id": pa.array([], pa.string())})
+    tagged = tags.num_columns > 1 and tags.num_rows > 0
+    test_case_ratings = None
+    if tagged:
+        with retried_on_storage_errors(context):
+            test_case_ratings = read_stored(store, warehouse_path("test_case_ratings", benchmark))
     coverage = tag_coverage(tags, test_case_ratings, tag_file["path"] if tag_file else "the uploads' tag metadata")
     if coverage.get("tag_warning"):
         context.log.warning(coverage["tag_warning"])
     yield dg.Output(tags, "test_case_tags", metadata=common | {"tags": ", ".join(tags.column_names[1:]) or "none"} | coverage)
 
     slices = pd.DataFrame(columns=SLICE_COLUMNS)
-    if tags.num_columns > 1 and tags.num_rows:
+    if tagged:
+        with retried_on_storage_errors(context):
+            match_tables = read_stored(store, warehouse_path("match_tables", benchmark), list(MATCH_COLUMNS))
         slices = slice_ratings(match_tables, test_case_ratings, tags)
+        del match_tables
         slices = slices.to_pandas() if isinstance(slices, pa.Table) else slices
     strongest = slices.reindex(slices["delta"].abs().sort_values(ascending=False).index) if len(slices) else slices
     yield dg.Output(

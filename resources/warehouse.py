@@ -87,6 +87,12 @@ def free_previous_steps() -> None:
     _resident_after_collection = _resident_bytes() or 0
 
 
+def read_stored(store, path: str, columns: list[str] | None = None, where: dict | None = None) -> pa.Table:
+    """A stored output as the IO manager loads it: pyarrow, ids dictionary-encoded (for steps that read lazily)."""
+    names = store.read_schema(path).names
+    return store.read_table(path, columns=columns, read_dictionary=[c for c in DICTIONARY_COLUMNS if c in names], where=where)
+
+
 def _step_of(context: dg.InputContext) -> tuple[str, str] | None:
     """(run, step) of an input being loaded; None for a context built outside a run."""
     try:
@@ -130,13 +136,5 @@ class WarehouseIOManager(dg.ConfigurableIOManager):
             self._collected_for = step
             free_previous_steps()
         metadata = context.definition_metadata or {}
-        columns = metadata.get("columns")
-        store, path = self.storage.store, self._path(context)
-        names = store.read_schema(path).names
-        table = store.read_table(
-            path,
-            columns=columns,
-            read_dictionary=[c for c in DICTIONARY_COLUMNS if c in names],
-            where=metadata.get("where"),
-        )
+        table = read_stored(self.storage.store, self._path(context), metadata.get("columns"), metadata.get("where"))
         return table.to_pandas() if metadata.get("pandas") else table
