@@ -35,10 +35,10 @@ from . import _kernels as K
 from .frames import Flavour, Matches, Table, encode_matches, to_flavour, to_pandas
 from .graph import components, warn_if_disconnected
 from .intervals import agent_intervals, interval_ranks, order_variance
+from .order_moments import OrderMoments
 from .order_reliability import RELIABILITY_COLUMNS
 from .orders import (
     HISTORY_LEVELS,
-    OrderMoments,
     _pairs,
     default_workers,
     final_ratings,
