@@ -16,10 +16,9 @@ from agielo_dagster.resources.warehouse import free_previous_steps, read_stored
 from agielo_dagster.domain.layout import accepted_path, warehouse_path
 from agielo_dagster.domain.ledger import read_ledger, read_tag_file
 from agielo_dagster.domain.lineage import RATING_VERSION
-from agielo_dagster.domain.status import DIGEST_KEY
 from agielo_dagster.rating.schema import MATCH_COLUMNS
 
-from .common import benchmark_output, frame_table, retried_on_storage_errors
+from .common import benchmark_output, frame_table, retried_on_storage_errors, stored_digest
 from .partitions import benchmark_partitions
 
 METADATA_UPLOADS = 50
@@ -91,7 +90,7 @@ def tag_coverage(tags: pa.Table, test_case_ratings: pa.Table | None, source: str
     partitions_def=benchmark_partitions,
     # read in the step, and only for a benchmark with tags: most have none, and a wide benchmark's two tables are
     # 10M rows each (about 9 s to load at 1 x 10M, issue 25)
-    deps=["match_tables", "test_case_ratings"],
+    deps=[dg.AssetDep("match_tables"), dg.AssetDep("test_case_ratings")],
 )
 def capabilities(context: dg.AssetExecutionContext, storage: ObjectStorage):
     from agielo_dagster.domain.tags import abilities_of
@@ -103,7 +102,7 @@ def capabilities(context: dg.AssetExecutionContext, storage: ObjectStorage):
     with retried_on_storage_errors(context):
         tags = benchmark_tags(storage, benchmark)
         ledger = read_ledger(store, benchmark)
-        digest = (store.parquet_metadata(warehouse_path("test_case_ratings", benchmark)) or {}).get(DIGEST_KEY, "")
+        digest = stored_digest(store, warehouse_path("test_case_ratings", benchmark))
     tag_file = ledger.tag_file if ledger else None
     common = {"inputs_digest": digest, "code_version": RATING_VERSION}
     if tags is None:

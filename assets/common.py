@@ -84,6 +84,13 @@ def digest_of(table) -> str:
     return (table.schema.metadata or {}).get(DIGEST_KEY.encode(), b"").decode()
 
 
+def stored_digest(store, path: str) -> str:
+    """:func:`digest_of` a stored output, from its parquet footer only (for steps that read their inputs lazily)."""
+    from agielo_dagster.domain.status import DIGEST_KEY
+
+    return (store.parquet_metadata(path) or {}).get(DIGEST_KEY, "")
+
+
 def frame_table(frame: pd.DataFrame, columns: list[str], limit: int = SHOWN_ROWS, digits: int = 1) -> dg.TableMetadataValue:
     """The first rows of a frame as a Dagster table, floats rounded for display."""
     shown = frame[columns].head(limit)

@@ -13,12 +13,18 @@ from agielo_dagster.domain.layout import warehouse_path
 from agielo_dagster.domain.ledger import read_ledger
 from agielo_dagster.domain.lineage import RATING_VERSION
 from agielo_dagster.domain.standing import FRAGILITY_KEY
-from agielo_dagster.domain.status import DIGEST_KEY
 from agielo_dagster.rating.frames import plain_ids, row_positions
 from agielo_dagster.rating.predict import competency_gaps
 from agielo_dagster.rating.schema import MATCH_COLUMNS
 
-from .common import benchmark_asset, benchmark_output, digest_of, frame_table, retried_on_storage_errors
+from .common import (
+    benchmark_asset,
+    benchmark_output,
+    digest_of,
+    frame_table,
+    retried_on_storage_errors,
+    stored_digest,
+)
 from .partitions import benchmark_partitions
 
 SEED = 42
@@ -58,7 +64,7 @@ def ratings(context: dg.AssetExecutionContext, storage: ObjectStorage):
     store = storage.store
     path = warehouse_path("match_tables", context.partition_key)
     with retried_on_storage_errors(context):
-        digest = (store.parquet_metadata(path) or {}).get(DIGEST_KEY, "")
+        digest = stored_digest(store, path)
         source = store.parquet_source(path)
         partial = store.read_table(warehouse_path("provisional_matches", context.partition_key), columns=list(MATCH_COLUMNS))
     # straight from the parquet file, a row group at a time: no match table is held in memory

@@ -14,6 +14,8 @@ import numpy as np
 
 from . import _kernels as K
 
+__all__ = ["OrderMoments", "Run"]
+
 
 class Run(Protocol):
     """What the moments read of one order's run: ``orders._Run`` (not imported: ``orders`` imports this module)."""
@@ -27,9 +29,6 @@ class Run(Protocol):
     layout: object
 
     def test_case_snapshots(self) -> Iterator[tuple[np.ndarray, np.ndarray]]: ...
-
-
-__all__ = ["OrderMoments", "Run"]
 
 
 class OrderMoments:
