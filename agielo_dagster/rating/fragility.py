@@ -216,7 +216,7 @@ class _Search:
         if self.refine:  # as rate refines them (its defaults: init_mu 1500, init_sigma 350)
             from .refine import refined_final
 
-            a_mu, _, t_mu, _ = refined_final(sub, a_mu, a_sig, t_mu, t_sig)
+            a_mu, _, t_mu, _ = refined_final(sub, a_mu, a_sig, t_mu, t_sig, seed=self.seed)
         played = np.bincount(sub.agent, minlength=self.m.n_agents) > 0
         return np.where(played, a_mu, -np.inf), t_mu
 

@@ -324,7 +324,16 @@ def rate_encoded(m: Matches, settings: RatingSettings | Mapping[str, Setting], *
             from .refine import refine_ratings
 
             r = refine_ratings(
-                m, a_mu, t_mu, t_sig, a_comp, t_comp, init_mu=float(init_mu), init_sigma=float(init_sigma), level=level
+                m,
+                a_mu,
+                t_mu,
+                t_sig,
+                a_comp,
+                t_comp,
+                init_mu=float(init_mu),
+                init_sigma=float(init_sigma),
+                level=level,
+                seed=seed,
             )
             skipped.append(r.skipped)
             a_mu, t_mu, t_sig = r.agent_mu, r.test_case_mu, r.test_case_sigma

@@ -131,7 +131,7 @@ def heldout_predictions(
         if refine:
             from .refine import refined_final
 
-            a_mu, a_sig, t_mu, t_sig = refined_final(train, a_mu, a_sig, t_mu, t_sig)
+            a_mu, a_sig, t_mu, t_sig = refined_final(train, a_mu, a_sig, t_mu, t_sig, seed=seed)
         out["agielo"][test] = expected_score(a_mu[a], t_mu[t])
         out["agielo_sigma"][test] = expected_score(a_mu[a], t_mu[t], sigma=combined_sigma(a_sig[a], t_sig[t]))
         if not binary:

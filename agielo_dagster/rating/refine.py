@@ -18,7 +18,10 @@ at once, starting from the Glicko ratings:
    truth 1.14–1.22 with 10 % of pairs played), scaled by the dispersion of the scores (1 for
    binary; for graded scores the pairs' Pearson statistic per degree of freedom). Firth's
    correction also keeps an agent that beats every rival finite. Comparisons fix only
-   differences.
+   differences. Where Firth's correction moves some agent by ``TRIGGER`` standard errors or more
+   (binary scores: few agents a test case, spread widely, where it pulls the extremes in), the
+   estimate is de-biased by a conditional bootstrap (:mod:`agielo_dagster.rating.debias`), and
+   the intervals below stretched with it.
 2. **Intervals from the sandwich.** The pairs of one test case share its outcomes, so the
    variance is the robust one clustered by test case: H⁻¹ B H⁻¹ with H the equations' Jacobian
    and B = Σ_t G_t G_tᵀ, G_t = U_t + H_t H⁻¹ U_t (U_t: test case t's contribution to every
@@ -81,6 +84,8 @@ MAX_PAIRS = 1_000_000_000
 _TOL = 1e-6  # Elo: Newton stops when no rating moves more than this
 _MAX_ITER = 100
 _MAX_STEP = 400.0  # Elo: a Newton step is clipped to this (the equations are concave, steps only shrink)
+TRIGGER = 1.0
+"""Binary scores are de-biased where Firth's correction moves some agent by this many of its standard errors or more."""
 _MAX_DOUBLINGS = 8  # an interval reaches at most 2⁸ × z·se from its agent (where even the penalty does not bound it)
 
 
@@ -456,11 +461,13 @@ def refine_ratings(
     init_mu: float,
     init_sigma: float,
     level: float = 0.95,
+    seed: int | None = 0,
 ) -> RefinedRatings:
     """Refine Glicko ratings (``agent_mu``, ``test_case_mu``) of the encoded matches ``m`` (see the module's notes).
 
     Components stay on their own scales: comparisons never cross them, each keeps its Glicko
-    agents' mean up to its own common shift δ fitted with its test cases.
+    agents' mean up to its own common shift δ fitted with its test cases. ``seed``: the draws of
+    the bias correction (:mod:`agielo_dagster.rating.debias`; None: fresh entropy).
     """
     n_a = m.n_agents
     n_pairs = pair_count(m)
@@ -495,23 +502,54 @@ def refine_ratings(
         phi = min(total / max(n_pairs - int(compared.sum()), 1), 1.0)
         diffs, hess, more = _agents(w, diffs, agent_component, phi)
         iterations += more
+    fitted, stretch = diffs, np.ones(n_a)
+    if binary:
+        diffs, stretch = _debiased(w, fitted, hess, start, csr_agent, csr_score, agent_component, compared, seed)
     mu = np.where(compared, _anchored(diffs, glicko_mu, agent_component, compared), glicko_mu)
     t_mu, t_sig = _test_cases(m, mu, t_mu0, played, init_mu, init_sigma)
     t_mu, t_sig = np.where(played, t_mu, test_case_mu), np.where(played, t_sig, test_case_sigma)
     # the sandwich of the pairwise equations, clustered by test case (the jackknife's, to first order)
     h_inv = _inverse_on_differences(hess, agent_component, compared)
-    meat = pair_meat(start, csr_agent, csr_score, _strengths(diffs, init_mu), h_inv, n_a)
+    meat = pair_meat(start, csr_agent, csr_score, _strengths(fitted, init_mu), h_inv, n_a)
     sandwich = np.diag(h_inv @ meat @ h_inv)
     # the joint model's own standard errors (test cases profiled out), scaled by the scores' dispersion
     info = profiled_information(start, csr_agent, _strengths(mu, init_mu), _strengths(t_mu, init_mu), n_a)
     model = np.diag(_inverse_on_differences(info, agent_component, compared)) * phi
-    se = np.where(compared, np.sqrt(np.maximum(np.maximum(model, sandwich), 0.0)), np.nan)
-    down, up = profile_reach(w, diffs, np.nan_to_num(se), compared, phi, z_of(level))
+    # the de-biased estimate varies as the Firth one, stretched; the model's own error is at the ratings themselves
+    se = np.where(compared, np.sqrt(np.maximum(np.maximum(model, sandwich * stretch**2), 0.0)), np.nan)
+    down, up = profile_reach(w, fitted, np.nan_to_num(se / stretch), compared, phi, z_of(level))
+    down, up = down * stretch, up * stretch
     lo, hi = np.where(compared, mu - down, np.nan), np.where(compared, mu + up, np.nan)
     return RefinedRatings(mu, se, lo, hi, t_mu, t_sig, compared, iterations)
 
 
-def refined_final(m, a_mu, a_sig, t_mu, t_sig, *, init_mu: float = 1500.0, init_sigma: float = 350.0):
+def _debiased(w, fitted, hess, start, csr_agent, csr_score, component, compared, seed):
+    """Binary scores: the Firth estimate de-biased (:func:`~agielo_dagster.rating.debias.debias`) where Firth's
+    correction moves some agent by at least ``TRIGGER`` of its pairwise standard error; (ratings, stretch).
+
+    Where it moves every agent by less, what bias it leaves is of second order, and the bootstrap's
+    cost (``DRAWS`` refits a round) is spared: dense designs, and most with a third of the pairs played.
+    """
+    h_inv = _inverse_on_differences(hess, component, compared)
+    d_inv = np.diag(h_inv)
+    e = 0.5 * (1.0 + np.tanh(0.5 * Q * (fitted[:, None] - fitted[None, :])))
+    c = Q * Q * (w + w.T) * e * (1.0 - e)
+    shift = h_inv @ (Q * (c * (d_inv[:, None] + d_inv[None, :] - 2.0 * h_inv) * (0.5 - e)).sum(axis=1))
+    sd = np.sqrt(np.maximum(d_inv, 0.0))
+    if not np.any(compared & (np.abs(shift) >= TRIGGER * sd)):
+        return fitted, np.ones(len(fitted))
+    from .debias import debias
+
+    def refit(scores, from_mu):
+        return _agents(pair_wins(start, csr_agent, scores, len(fitted)), from_mu, component, 1.0)[0]
+
+    if seed is None:
+        seed = int(np.random.SeedSequence().generate_state(1)[0])
+    d = debias(fitted, refit, start, csr_agent, csr_score, sd, compared, component, seed)
+    return d.mu, d.stretch
+
+
+def refined_final(m, a_mu, a_sig, t_mu, t_sig, *, init_mu: float = 1500.0, init_sigma: float = 350.0, seed: int | None = 0):
     """:func:`rate`'s refinement step on the mean of its orders (``final_ratings``' four arrays): (a_mu, a_sig, t_mu, t_sig).
 
     An agent's σ is its refined standard error where it was refined (Glicko's elsewhere), as in
@@ -522,7 +560,7 @@ def refined_final(m, a_mu, a_sig, t_mu, t_sig, *, init_mu: float = 1500.0, init_
     _, a_comp, t_comp = components(m)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RefinementSkippedWarning)
-        r = refine_ratings(m, a_mu, t_mu, t_sig, a_comp, t_comp, init_mu=init_mu, init_sigma=init_sigma)
+        r = refine_ratings(m, a_mu, t_mu, t_sig, a_comp, t_comp, init_mu=init_mu, init_sigma=init_sigma, seed=seed)
     return r.agent_mu, np.where(r.refined, r.agent_se, a_sig), r.test_case_mu, r.test_case_sigma
 
 

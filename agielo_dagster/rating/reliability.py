@@ -216,6 +216,7 @@ def calibration_twins(matches: Table, result: RatingResult, *, twins: int = DEFA
                 t_comp,
                 init_mu=float(settings["init_mu"]),
                 init_sigma=float(settings["init_sigma"]),
+                seed=settings["seed"],
             )
             ta_mu, tt_mu = r.agent_mu, r.test_case_mu
         maes.append(_binned_mae(m.agent, m.test_case, score, ta_mu, tt_mu, m.n_agents))
