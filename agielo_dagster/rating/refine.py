@@ -82,6 +82,7 @@ MAX_AGENTS = 2048
 MAX_PAIRS = 1_000_000_000
 """Above this many (agent, agent) pairs sharing a test case, Σ_t n_t², the refinement is skipped (its cost)."""
 _TOL = 1e-6  # Elo: Newton stops when no rating moves more than this
+_DRAW_TOL = 0.01  # Elo: the same for the de-bias's refits of its draws (their mean's noise is about se/√20)
 _MAX_ITER = 100
 _MAX_STEP = 400.0  # Elo: a Newton step is clipped to this (the equations are concave, steps only shrink)
 TRIGGER = 1.0
@@ -375,7 +376,9 @@ def _strengths(mu: np.ndarray, centre: float) -> np.ndarray:
     return np.exp(np.clip(Q * (np.asarray(mu, dtype=np.float64) - centre), -300.0, 300.0))
 
 
-def _agents(w: np.ndarray, start: np.ndarray, component: np.ndarray, firth: float) -> tuple[np.ndarray, np.ndarray, int]:
+def _agents(
+    w: np.ndarray, start: np.ndarray, component: np.ndarray, firth: float, tol: float = _TOL
+) -> tuple[np.ndarray, np.ndarray, int]:
     """Newton on the pairwise (Bradley-Terry) equations from ``start``; returns (μ, the equations' Jacobian H, iterations).
 
     The equations fix only differences within a component: each component's mean stays at its
@@ -410,7 +413,7 @@ def _agents(w: np.ndarray, start: np.ndarray, component: np.ndarray, firth: floa
             excess = excess + firth * c * (d_inv[:, None] + d_inv[None, :] - 2.0 * h_inv) * (0.5 - e)
         step = np.clip(h_inv @ (Q * excess.sum(axis=1)), -_MAX_STEP, _MAX_STEP)
         mu = mu + np.where(compared, step, 0.0)
-        if np.abs(step).max() < _TOL:
+        if np.abs(step).max() < tol:
             break
     # each component's mean back where it started, exactly
     for comp in np.unique(component[compared]):
@@ -538,14 +541,24 @@ def _debiased(w, fitted, hess, start, csr_agent, csr_score, component, compared,
     sd = np.sqrt(np.maximum(d_inv, 0.0))
     if not np.any(compared & (np.abs(shift) >= TRIGGER * sd)):
         return fitted, np.ones(len(fitted))
-    from .debias import debias
+    from . import debias as de
+
+    if compared.sum() > de.MAX_AGENTS:
+        warnings.warn(
+            f"refine: Firth's correction moves some agent by {TRIGGER:g} standard error(s) or more, but the de-bias "
+            f"is skipped for {int(compared.sum()):,} agents (limit {de.MAX_AGENTS:,}: its cost): the extremes' ratings "
+            "may sit inside their true ones (docs/engine.md, 'Widely spread agents')",
+            de.DebiasSkippedWarning,
+            stacklevel=5,
+        )
+        return fitted, np.ones(len(fitted))
 
     def refit(scores, from_mu):
-        return _agents(pair_wins(start, csr_agent, scores, len(fitted)), from_mu, component, 1.0)[0]
+        return _agents(pair_wins(start, csr_agent, scores, len(fitted)), from_mu, component, 1.0, _DRAW_TOL)[0]
 
     if seed is None:
         seed = int(np.random.SeedSequence().generate_state(1)[0])
-    d = debias(fitted, refit, start, csr_agent, csr_score, sd, compared, component, seed)
+    d = de.debias(fitted, refit, start, csr_agent, csr_score, sd, compared, component, seed)
     return d.mu, d.stretch
 
 
@@ -553,13 +566,16 @@ def refined_final(m, a_mu, a_sig, t_mu, t_sig, *, init_mu: float = 1500.0, init_
     """:func:`rate`'s refinement step on the mean of its orders (``final_ratings``' four arrays): (a_mu, a_sig, t_mu, t_sig).
 
     An agent's σ is its refined standard error where it was refined (Glicko's elsewhere), as in
-    ``rate``'s agents table; a benchmark too wide to refine keeps the Glicko ratings, silently.
+    ``rate``'s agents table; a benchmark too wide to refine (or to de-bias) keeps the Glicko (Firth) ratings, silently.
     """
     from .graph import components
 
     _, a_comp, t_comp = components(m)
+    from .debias import DebiasSkippedWarning
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RefinementSkippedWarning)
+        warnings.simplefilter("ignore", DebiasSkippedWarning)
         r = refine_ratings(m, a_mu, t_mu, t_sig, a_comp, t_comp, init_mu=init_mu, init_sigma=init_sigma, seed=seed)
     return r.agent_mu, np.where(r.refined, r.agent_se, a_sig), r.test_case_mu, r.test_case_sigma
 

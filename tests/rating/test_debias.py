@@ -86,3 +86,18 @@ def test_graded_scores_keep_firths_estimate(seed, monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert np.isfinite(rate(matches, seed=1, orders=4, with_reliability=False).agents["mu"]).all()
+
+
+def test_a_benchmark_of_too_many_agents_keeps_firths_estimate_and_says_so(monkeypatch):
+    """The de-bias refits 20 draws a round, each a Newton solve on n_a × n_a matrices: above ``MAX_AGENTS`` it is skipped."""
+    from agielo_dagster.rating import debias, refine
+
+    matches = _sparse_wide(7)
+    monkeypatch.setattr(debias, "MAX_AGENTS", 10)
+    with pytest.warns(debias.DebiasSkippedWarning, match="30 agents \\(limit 10"):
+        skipped = rate(matches, seed=3, orders=4, with_reliability=False).agents
+    monkeypatch.setattr(refine, "TRIGGER", np.inf)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        firth = rate(matches, seed=3, orders=4, with_reliability=False).agents
+    np.testing.assert_array_equal(skipped["mu"], firth["mu"])
