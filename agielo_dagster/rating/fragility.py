@@ -206,6 +206,7 @@ class _Search:
         self.m, self.allowed, self.seed, self.orders, self.workers = m, allowed, seed, orders, workers
         self.refine = refine
         self.calls = 0
+        self.correction = None  # the full benchmark's de-bias, which every subset's re-rating reuses
 
     def ratings(self, keep_test_cases: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         from .glicko import final_ratings
@@ -214,9 +215,12 @@ class _Search:
         sub = self.m.subset(keep_test_cases[self.m.test_case])
         a_mu, a_sig, t_mu, t_sig = final_ratings(sub, seed=self.seed, orders=self.orders, workers=self.workers)
         if self.refine:  # as rate refines them (its defaults: init_mu 1500, init_sigma 350)
-            from .refine import refined_final
+            from .refine import refined
 
-            a_mu, _, t_mu, _ = refined_final(sub, a_mu, a_sig, t_mu, t_sig, seed=self.seed)
+            r = refined(sub, a_mu, t_mu, t_sig, seed=self.seed, correction=self.correction)
+            a_mu, t_mu = r.agent_mu, r.test_case_mu
+            if self.correction is None:  # the first re-rating is the whole benchmark's (without a de-bias: none)
+                self.correction = r.correction if r.correction is not None else np.zeros(self.m.n_agents)
         played = np.bincount(sub.agent, minlength=self.m.n_agents) > 0
         return np.where(played, a_mu, -np.inf), t_mu
 

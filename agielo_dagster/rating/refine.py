@@ -110,6 +110,9 @@ class RefinedRatings:
         Newton iterations of the agents' solve.
     skipped : bool
         The benchmark was too wide to refine (see ``MAX_AGENTS``, ``MAX_PAIRS``): every rating is Glicko's.
+    correction : ndarray or None
+        What the de-bias added to each agent's Firth rating (None where it did not run): a re-rating of
+        a subset of the matches can reuse it (``refine_ratings``' ``correction``) rather than draw again.
     """
 
     agent_mu: np.ndarray
@@ -121,6 +124,7 @@ class RefinedRatings:
     refined: np.ndarray
     iterations: int
     skipped: bool = False
+    correction: np.ndarray | None = None
 
 
 @numba.njit(cache=True, nogil=True)
@@ -465,12 +469,15 @@ def refine_ratings(
     init_sigma: float,
     level: float = 0.95,
     seed: int | None = 0,
+    correction: np.ndarray | None = None,
 ) -> RefinedRatings:
     """Refine Glicko ratings (``agent_mu``, ``test_case_mu``) of the encoded matches ``m`` (see the module's notes).
 
     Components stay on their own scales: comparisons never cross them, each keeps its Glicko
     agents' mean up to its own common shift δ fitted with its test cases. ``seed``: the draws of
-    the bias correction (:mod:`agielo_dagster.rating.debias`; None: fresh entropy).
+    the bias correction (:mod:`agielo_dagster.rating.debias`; None: fresh entropy). ``correction``: add this
+    (a result's ``correction``, per agent) to Firth's ratings instead of drawing: the fragility search re-rates
+    hundreds of subsets of one benchmark, each a few test cases short of it, with the benchmark's own correction.
     """
     n_a = m.n_agents
     n_pairs = pair_count(m)
@@ -506,7 +513,9 @@ def refine_ratings(
         diffs, hess, more = _agents(w, diffs, agent_component, phi)
         iterations += more
     fitted, stretch = diffs, np.ones(n_a)
-    if binary:
+    if correction is not None:
+        diffs = np.where(compared, fitted + correction, fitted)
+    elif binary:
         diffs, stretch = _debiased(w, fitted, hess, start, csr_agent, csr_score, agent_component, compared, seed)
     mu = np.where(compared, _anchored(diffs, glicko_mu, agent_component, compared), glicko_mu)
     t_mu, t_sig = _test_cases(m, mu, t_mu0, played, init_mu, init_sigma)
@@ -523,7 +532,8 @@ def refine_ratings(
     down, up = profile_reach(w, fitted, np.nan_to_num(se / stretch), compared, phi, z_of(level))
     down, up = down * stretch, up * stretch
     lo, hi = np.where(compared, mu - down, np.nan), np.where(compared, mu + up, np.nan)
-    return RefinedRatings(mu, se, lo, hi, t_mu, t_sig, compared, iterations)
+    drawn = correction is None and bool(np.any(diffs != fitted))
+    return RefinedRatings(mu, se, lo, hi, t_mu, t_sig, compared, iterations, correction=diffs - fitted if drawn else correction)
 
 
 def _debiased(w, fitted, hess, start, csr_agent, csr_score, component, compared, seed):
@@ -562,21 +572,29 @@ def _debiased(w, fitted, hess, start, csr_agent, csr_score, component, compared,
     return d.mu, d.stretch
 
 
+def refined(
+    m, a_mu, t_mu, t_sig, *, init_mu: float = 1500.0, init_sigma: float = 350.0, seed: int | None = 0, correction=None
+) -> RefinedRatings:
+    """:func:`refine_ratings` on encoded matches and the mean of their orders, components found, its warnings silenced."""
+    from .debias import DebiasSkippedWarning
+    from .graph import components
+
+    _, a_comp, t_comp = components(m)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RefinementSkippedWarning)
+        warnings.simplefilter("ignore", DebiasSkippedWarning)
+        return refine_ratings(
+            m, a_mu, t_mu, t_sig, a_comp, t_comp, init_mu=init_mu, init_sigma=init_sigma, seed=seed, correction=correction
+        )
+
+
 def refined_final(m, a_mu, a_sig, t_mu, t_sig, *, init_mu: float = 1500.0, init_sigma: float = 350.0, seed: int | None = 0):
     """:func:`rate`'s refinement step on the mean of its orders (``final_ratings``' four arrays): (a_mu, a_sig, t_mu, t_sig).
 
     An agent's σ is its refined standard error where it was refined (Glicko's elsewhere), as in
     ``rate``'s agents table; a benchmark too wide to refine (or to de-bias) keeps the Glicko (Firth) ratings, silently.
     """
-    from .graph import components
-
-    _, a_comp, t_comp = components(m)
-    from .debias import DebiasSkippedWarning
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RefinementSkippedWarning)
-        warnings.simplefilter("ignore", DebiasSkippedWarning)
-        r = refine_ratings(m, a_mu, t_mu, t_sig, a_comp, t_comp, init_mu=init_mu, init_sigma=init_sigma, seed=seed)
+    r = refined(m, a_mu, t_mu, t_sig, init_mu=init_mu, init_sigma=init_sigma, seed=seed)
     return r.agent_mu, np.where(r.refined, r.agent_se, a_sig), r.test_case_mu, r.test_case_sigma
 
 

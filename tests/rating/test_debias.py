@@ -101,3 +101,37 @@ def test_a_benchmark_of_too_many_agents_keeps_firths_estimate_and_says_so(monkey
         warnings.simplefilter("ignore")
         firth = rate(matches, seed=3, orders=4, with_reliability=False).agents
     np.testing.assert_array_equal(skipped["mu"], firth["mu"])
+
+
+def test_the_fragility_search_draws_once_and_names_rates_leader(monkeypatch):
+    """Hundreds of subsets are re-rated with the whole benchmark's correction: one de-bias, not one per subset."""
+    from agielo_dagster.rating import debias
+    from agielo_dagster.rating.fragility import fragility_of_first
+
+    calls = []
+    drawn = debias.debias
+    monkeypatch.setattr(debias, "debias", lambda *a, **k: calls.append(1) or drawn(*a, **k))
+    matches = _sparse_wide(7)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        leader = rate(matches, seed=42, with_reliability=False).agents.sort_values("mu").iloc[-1]["agent_id"]
+        calls.clear()
+        f = fragility_of_first(matches, seed=42)
+    assert f.leader == leader and len(calls) == 1 and f.re_ratings > 1
+
+
+def test_the_calibrated_twins_reuse_the_benchmarks_correction(monkeypatch):
+    """Ten twins of a de-biased benchmark draw no de-bias of their own: one for the benchmark's correction, reused."""
+    from agielo_dagster.rating import debias
+    from agielo_dagster.rating.reliability import calibration_twins
+
+    calls = []
+    drawn = debias.debias
+    monkeypatch.setattr(debias, "debias", lambda *a, **k: calls.append(1) or drawn(*a, **k))
+    matches = _sparse_wide(7)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = rate(matches, seed=42, with_reliability=False)
+        calls.clear()
+        yardstick = calibration_twins(matches, result, twins=10, seed=0)
+    assert len(calls) == 1 and len(yardstick.mae_twins) == 10 and np.isfinite(yardstick.mae_twin)
