@@ -46,7 +46,6 @@ them (one rating pass per twin).
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -152,10 +151,13 @@ def _binned_mae(
     return float(np.sum(count * np.abs(expected - empirical)) / count.sum())
 
 
-def _correction(m: Matches, settings, a_comp, t_comp) -> np.ndarray:
-    """What the refinement's de-bias added to each agent of the benchmark (zeros where it did not run)."""
-    from .glicko import final_ratings
-    from .refine import refine_ratings
+def _rated_as(m: Matches, settings, refine: bool, correction: np.ndarray | None = None):
+    """Agent and test-case ratings of ``m`` as the benchmark was rated (its ``settings``): (a_mu, t_mu, correction).
+
+    Refined with ``correction`` where given; without it the refinement draws its own de-bias, whose correction is
+    returned (zeros where it did not run) for the twins to reuse.
+    """
+    from .glicko import final_ratings  # imported on use: the package itself loads without numba
 
     a_mu, _, t_mu, t_sig = final_ratings(
         m,
@@ -165,20 +167,21 @@ def _correction(m: Matches, settings, a_comp, t_comp) -> np.ndarray:
         init_mu=settings["init_mu"],
         init_sigma=settings["init_sigma"],
     )
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # rate said it once already
-        r = refine_ratings(
-            m,
-            a_mu,
-            t_mu,
-            t_sig,
-            a_comp,
-            t_comp,
-            init_mu=float(settings["init_mu"]),
-            init_sigma=float(settings["init_sigma"]),
-            seed=settings["seed"],
-        )
-    return r.correction if r.correction is not None else np.zeros(m.n_agents)
+    if not refine:
+        return a_mu, t_mu, None
+    from .refine import refined
+
+    r = refined(
+        m,
+        a_mu,
+        t_mu,
+        t_sig,
+        init_mu=float(settings["init_mu"]),
+        init_sigma=float(settings["init_sigma"]),
+        seed=settings["seed"],
+        correction=correction,
+    )
+    return r.agent_mu, r.test_case_mu, r.correction if r.correction is not None else np.zeros(m.n_agents)
 
 
 def calibration_twins(matches: Table, result: RatingResult, *, twins: int = DEFAULT_TWINS, seed: int = 0) -> CalibrationYardstick:
@@ -199,8 +202,6 @@ def calibration_twins(matches: Table, result: RatingResult, *, twins: int = DEFA
     -------
     CalibrationYardstick
     """
-    from .glicko import final_ratings  # imported on use: the package itself loads without numba
-
     if not isinstance(twins, (int, np.integer)) or isinstance(twins, bool) or twins < 1:
         raise ValueError(f"twins must be an integer >= 1, got {twins!r}")
     m = encode_matches(matches)
@@ -214,14 +215,11 @@ def calibration_twins(matches: Table, result: RatingResult, *, twins: int = DEFA
     noise = "bernoulli" if binary or dispersion >= 1.0 else "beta"
     settings = result.settings
     refine = bool(settings.get("refine"))  # the twins are rated as the benchmark was: refined when it was
-    if refine:
-        from .graph import components
-        from .refine import refine_ratings
-
-        _, a_comp, t_comp = components(m)
-        # the benchmark's own de-bias (rating/debias.py), which every twin reuses: drawing one per twin would cost
-        # 20 refits a round each (minutes for a hundred agents), for twins of nearly the same design and ratings
-        correction = _correction(m, settings, a_comp, t_comp)
+    # the benchmark's own de-bias (rating/debias.py), which every twin reuses: drawing one per twin would cost
+    # 20 refits a round each (minutes for a hundred agents), for twins of nearly the same design and ratings
+    correction = None
+    if refine:  # graded scores are never de-biased: nothing to draw, and no pass to spend on it
+        correction = _rated_as(m, settings, refine)[2] if binary else np.zeros(m.n_agents)
     rng = np.random.default_rng(seed)
     maes = []
     for _ in range(int(twins)):
@@ -231,27 +229,7 @@ def calibration_twins(matches: Table, result: RatingResult, *, twins: int = DEFA
             kappa = 1.0 / dispersion - 1.0
             score = rng.beta(expected * kappa, (1.0 - expected) * kappa)
         twin = Matches(m.agent, m.test_case, score, score, m.agent_ids, m.test_case_ids, m.flavour)
-        ta_mu, _, tt_mu, tt_sig = final_ratings(
-            twin,
-            seed=settings["seed"],
-            orders=settings["orders"],
-            row_order=settings["row_order"],
-            init_mu=settings["init_mu"],
-            init_sigma=settings["init_sigma"],
-        )
-        if refine:
-            r = refine_ratings(
-                twin,
-                ta_mu,
-                tt_mu,
-                tt_sig,
-                a_comp,
-                t_comp,
-                init_mu=float(settings["init_mu"]),
-                init_sigma=float(settings["init_sigma"]),
-                correction=correction,
-            )
-            ta_mu, tt_mu = r.agent_mu, r.test_case_mu
+        ta_mu, tt_mu, _ = _rated_as(twin, settings, refine, correction)
         maes.append(_binned_mae(m.agent, m.test_case, score, ta_mu, tt_mu, m.n_agents))
     mae_twin_hi = float(np.quantile(maes, 0.95))
     return CalibrationYardstick(

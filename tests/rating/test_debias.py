@@ -103,14 +103,22 @@ def test_a_benchmark_of_too_many_agents_keeps_firths_estimate_and_says_so(monkey
     np.testing.assert_array_equal(skipped["mu"], firth["mu"])
 
 
-def test_the_fragility_search_draws_once_and_names_rates_leader(monkeypatch):
-    """Hundreds of subsets are re-rated with the whole benchmark's correction: one de-bias, not one per subset."""
+@pytest.fixture
+def draws(monkeypatch):
+    """The de-bias runs, counted."""
     from agielo_dagster.rating import debias
-    from agielo_dagster.rating.fragility import fragility_of_first
 
     calls = []
     drawn = debias.debias
     monkeypatch.setattr(debias, "debias", lambda *a, **k: calls.append(1) or drawn(*a, **k))
+    return calls
+
+
+def test_the_fragility_search_draws_once_and_names_rates_leader(draws):
+    """Hundreds of subsets are re-rated with the whole benchmark's correction: one de-bias, not one per subset."""
+    from agielo_dagster.rating.fragility import fragility_of_first
+
+    calls = draws
     matches = _sparse_wide(7)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -120,14 +128,11 @@ def test_the_fragility_search_draws_once_and_names_rates_leader(monkeypatch):
     assert f.leader == leader and len(calls) == 1 and f.re_ratings > 1
 
 
-def test_the_calibrated_twins_reuse_the_benchmarks_correction(monkeypatch):
+def test_the_calibrated_twins_reuse_the_benchmarks_correction(draws):
     """Ten twins of a de-biased benchmark draw no de-bias of their own: one for the benchmark's correction, reused."""
-    from agielo_dagster.rating import debias
     from agielo_dagster.rating.reliability import calibration_twins
 
-    calls = []
-    drawn = debias.debias
-    monkeypatch.setattr(debias, "debias", lambda *a, **k: calls.append(1) or drawn(*a, **k))
+    calls = draws
     matches = _sparse_wide(7)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
