@@ -62,10 +62,6 @@ def _agent_slices(table: pa.Table) -> dict[str, tuple[int, int]]:
     return {names[codes[s]]: (int(s), int(e - s)) for s, e in zip(starts, ends, strict=True)}
 
 
-def _constant(value: str, n: int) -> pa.DictionaryArray:
-    return pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, dtype=np.int32)), pa.array([value], pa.string()))
-
-
 def _canonical(column: pa.ChunkedArray) -> pa.DictionaryArray:
     """One dictionary array whose dictionary lists the values in order of first appearance.
 
@@ -97,6 +93,32 @@ def _canonical(column: pa.ChunkedArray) -> pa.DictionaryArray:
     return pa.DictionaryArray.from_arrays(pa.array(remap[values]), merged.dictionary.take(pa.array(order)))
 
 
+def _read_piece(fresh: list[tuple[dict, pa.Table]]) -> pa.Table:
+    """Consecutive agents read from their accepted uploads, as one piece of the match table.
+
+    Built over all of them at once: a tall benchmark has many agents of a few rows each, and
+    per-agent arrow calls cost more than reading the rows (20,000 agents: 11 s → 5).
+    """
+    rows = pa.concat_tables([t.replace_schema_metadata(None) for _, t in fresh])
+    lengths = np.fromiter((t.num_rows for _, t in fresh), dtype=np.int64, count=len(fresh))
+    codes = pa.array(np.repeat(np.arange(len(fresh), dtype=np.int32), lengths))
+
+    def per_agent(key: str) -> pa.DictionaryArray:
+        return pa.DictionaryArray.from_arrays(codes, pa.array([r[key] for r, _ in fresh], pa.string()))
+
+    return pa.table(
+        [
+            pc.dictionary_encode(rows.column("test_case_id")).cast(_DICT),
+            per_agent("agent"),
+            rows.column("metric").cast(pa.float64()),
+            rows.column("score").cast(pa.float64()),
+            per_agent("path"),
+            per_agent("version"),
+        ],
+        schema=MATCH_SCHEMA,
+    )
+
+
 def build_match_table(store: Store, ledger: Ledger, previous: pa.Table | None = None, *, provisional: bool = False) -> pa.Table:
     """The accepted matches of the ledger's benchmark (see the module docstring).
 
@@ -108,30 +130,36 @@ def build_match_table(store: Store, ledger: Ledger, previous: pa.Table | None = 
     accepted = sorted((r for r in ledger.accepted if (r["agent"] in partial) == provisional), key=lambda r: r["agent"])
     reusable = manifest_of(previous)
     slices = _agent_slices(previous) if reusable else {}
-    pieces = []
+    pieces: list[pa.Table] = []
+    fresh: list[tuple[dict, pa.Table]] = []  # agents read since the last reused run
+    kept: list[int] = []  # [offset, length] of the current run of reused rows, contiguous in ``previous``
+
+    def flush_fresh() -> None:
+        if fresh:
+            pieces.append(_read_piece(fresh))
+            fresh.clear()
+
+    def flush_kept() -> None:
+        if kept:
+            pieces.append(previous.slice(*kept).select(MATCH_SCHEMA.names).cast(MATCH_SCHEMA))
+            kept.clear()
+
     for r in accepted:
         agent, source = r["agent"], (r["path"], r["version"], r["spec_version"])
         if reusable.get(agent) == source and agent in slices:
             offset, length = slices[agent]
-            pieces.append(previous.slice(offset, length).select(MATCH_SCHEMA.names))
+            flush_fresh()
+            if not kept or kept[0] + kept[1] != offset:
+                flush_kept()
+                kept[:] = [offset, 0]
+            kept[1] += length
             continue
-        rows = read_accepted(store, ledger.benchmark, agent, columns=["test_case_id", "metric", "score"])
-        n = rows.num_rows
-        pieces.append(
-            pa.table(
-                [
-                    pc.dictionary_encode(rows.column("test_case_id")).cast(_DICT),
-                    _constant(agent, n),
-                    rows.column("metric"),
-                    rows.column("score"),
-                    _constant(r["path"], n),
-                    _constant(r["version"], n),
-                ],
-                schema=MATCH_SCHEMA,
-            )
-        )
+        flush_kept()
+        fresh.append((r, read_accepted(store, ledger.benchmark, agent, columns=["test_case_id", "metric", "score"])))
+    flush_fresh()
+    flush_kept()
     if pieces:
-        table = pa.concat_tables([p.cast(MATCH_SCHEMA) for p in pieces])
+        table = pa.concat_tables(pieces)
     else:
         table = MATCH_SCHEMA.empty_table()
     columns = [

@@ -143,3 +143,29 @@ def test_parquet_decimal_examples_convert_exactly(arrow_type, text):
     table = read_upload(_decimal_upload(values, arrow_type), "raw/prop/agent.parquet", SPEC)
     assert table.column("metric").to_pylist() == [float(Decimal(t)) for t in text]
     assert table.column("metric").to_pylist()[0] == 0.1
+
+
+# small csv bodies without quotes are split in Python (csv_format._split_small), larger ones by pyarrow's reader
+unquoted = st.text(st.sampled_from(list("ab1.0,-+é ;\t\r\n\x0b\x1c\u2028")), max_size=60)
+
+
+@FAST
+@given(body=unquoted, header=st.sampled_from(["test_case_id,correct", "correct,test_case_id,note", "test_case_id,correct,"]))
+def test_small_csv_bodies_read_as_pyarrow_reads_them(body, header):
+    from agielo_dagster.domain.readers import csv_format
+
+    data = f"{header}\n{body}".encode()
+
+    def outcome():
+        try:
+            table = read_upload(data, "raw/prop/agent.csv", SPEC)
+        except IngestError as err:
+            return str(err)
+        return table.to_pylist()
+
+    fast = outcome()
+    try:
+        csv_format._SMALL_BODY_BYTES, before = -1, csv_format._SMALL_BODY_BYTES
+        assert outcome() == fast
+    finally:
+        csv_format._SMALL_BODY_BYTES = before
