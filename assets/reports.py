@@ -11,10 +11,9 @@ import hashlib
 import dagster as dg
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 from agielo_dagster.resources.storage import ObjectStorage
 
-from agielo_dagster.domain.layout import explorer_path, figure_path, report_path
+from agielo_dagster.domain.layout import explorer_path, figure_path, report_path, warehouse_path
 from agielo_dagster.domain.ledger import read_ledger
 from agielo_dagster.domain.lineage import PRESENTATION_VERSION, RATING_VERSION
 from agielo_dagster.domain.matches import test_case_metadata
@@ -35,7 +34,6 @@ HARDEST_SHOWN = 10
         ),
         "agent_ratings": dg.AssetIn(),
         "reliability_reports": dg.AssetIn(),
-        "rating_snapshots": dg.AssetIn(metadata={"where": {"kind": "agent"}}),  # the test cases' rows are most of it
         "competency_gap_tables": dg.AssetIn(),
         "input_manifests": dg.AssetIn(),
         "match_tables": dg.AssetIn(metadata={"columns": list(MATCH_COLUMNS)}),
@@ -43,6 +41,7 @@ HARDEST_SHOWN = 10
         "slice_ratings": dg.AssetIn(),
         "ability_masses": dg.AssetIn(),
     },
+    deps=[dg.AssetDep("rating_snapshots")],  # streamed by agent_trajectories: a tall benchmark's agents are most of it
     **benchmark_asset(
         "The benchmark's figures (rating distribution, reliability, agent trajectories, calibration, competency "
         "gap) and its static HTML report; one row per artifact with its path, size and hash.",
@@ -57,7 +56,6 @@ def benchmark_reports(
     test_case_ratings: pa.Table,
     agent_ratings: pa.Table,
     reliability_reports: pa.Table,
-    rating_snapshots: pa.Table,
     competency_gap_tables: pa.Table,
     input_manifests: pa.Table,
     match_tables: pa.Table,
@@ -100,7 +98,9 @@ def benchmark_reports(
                 main_cases, on_scale, title=f"{benchmark}: difficulty and competency"
             ),
             "reliability_curves": figs.reliability_curves(reliability, title=f"{benchmark}: reliability"),
-            "agent_trajectories": figs.agent_trajectories(agent_snapshots(rating_snapshots), title=f"{benchmark}: agent ratings"),
+            "agent_trajectories": figs.agent_trajectories(
+                agent_trajectories(store, benchmark), title=f"{benchmark}: agent ratings"
+            ),
             "calibration": figs.calibration(calibration, title=f"{benchmark}: calibration"),
             "competency_gap": figs.competency_gap(gaps_on_scale, title=f"{benchmark}: competency gap"),
         }
@@ -159,10 +159,15 @@ def benchmark_reports(
     )
 
 
-def agent_snapshots(rating_snapshots: pa.Table) -> pd.DataFrame:
-    """The agents' rows of the snapshots, the only ones the trajectories draw: a wide benchmark's test-case rows
-    (one per test case and fraction) are not converted to Python strings."""
-    return rating_snapshots.filter(pc.equal(rating_snapshots.column("kind"), "agent")).to_pandas()
+def agent_trajectories(store, benchmark: str):
+    """What the trajectories figure draws, streamed from the stored snapshot table a row group at a time: only the
+    agents' row groups are read (a wide benchmark's test-case rows are skipped by their statistics), and only the
+    drawn agents' rows are kept (a tall benchmark's 100 rows an agent are not converted)."""
+    from agielo_dagster.domain.trajectories import streamed_trajectories
+
+    path = warehouse_path("rating_snapshots", benchmark)
+    columns = ["fraction", "id", "mu"]
+    return streamed_trajectories(lambda: store.read_parts(path, columns=columns, read_dictionary=["id"], where={"kind": "agent"}))
 
 
 REPORT_TEST_CASE_COLUMNS = ("test_case_id", "mu", "sigma", "matches", "mean_metric", "component")

@@ -181,7 +181,7 @@ def test_figures_and_report_stay_bounded_with_ten_thousand_agents():
 
 def test_agent_trajectories_table_is_pivot_table_without_its_memory():
     """fraction × agent as pandas' pivot_table gives it (mean of repeats, agents with no rating left out), filled with numpy."""
-    from agielo_dagster.domain.figures import _by_fraction
+    from agielo_dagster.domain.trajectories import by_fraction
 
     rng = np.random.default_rng(3)
     agents = pd.DataFrame(
@@ -195,7 +195,7 @@ def test_agent_trajectories_table_is_pivot_table_without_its_memory():
     agents.loc[agents["id"] == "a07", "mu"] = np.nan  # never rated: no column
     agents = pd.concat([agents, agents.iloc[[5]].assign(mu=1234.5)])  # a repeat: averaged
     expected = agents.astype({"id": str}).pivot_table(index="fraction", columns="id", values="mu")
-    got = _by_fraction(agents)
+    got = by_fraction(agents)
     pd.testing.assert_frame_equal(got, expected, check_exact=False, rtol=1e-13, check_column_type=False, check_index_type=False)
     assert "a07" not in got.columns and got.shape == (3, 39)
 

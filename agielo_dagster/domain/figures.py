@@ -30,9 +30,10 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from ..rating.predict import share_beaten  # noqa: E402
 from .histogram import histogram_edges  # noqa: E402
+from .trajectories import SHOWN, Trajectories, trajectories  # noqa: E402
 
 FIGURES = ("rating_distribution", "reliability_curves", "agent_trajectories", "calibration", "competency_gap")
-MAX_AGENTS_DRAWN = 25  # agents drawn one by one; the rest are summarized
+MAX_AGENTS_DRAWN = SHOWN  # agents drawn one by one; the rest are summarized
 MAX_LABELS = 30  # agents labelled on the rating distribution (the rest are drawn, or binned, unlabelled)
 
 
@@ -172,43 +173,24 @@ def reliability_curves(reliability: pd.DataFrame, *, title: str = "") -> Figure:
     return fig
 
 
-def _by_fraction(agents: pd.DataFrame) -> pd.DataFrame:
-    """``mu`` as fraction × agent (as ``pivot_table``, mean of repeats), filled with numpy: pivot_table's
-    group-and-unstack of 20,000 agents × 100 snapshots held hundreds of MB for a 16 MB matrix."""
-    fractions, f_codes = np.unique(agents["fraction"].to_numpy(dtype=np.float64), return_inverse=True)
-    codes, uniques = pd.factorize(agents["id"])  # no text per row (the ids arrive dictionary-encoded or as arrow strings)
-    names = np.asarray(pd.Index(uniques).astype(str), dtype=object)
-    order = np.argsort(names, kind="stable")  # columns sorted by id, as pivot_table's
-    rank = np.empty(len(order), dtype=np.int64)
-    rank[order] = np.arange(len(order))
-    ids, a_codes = names[order], rank[codes]
-    cell = f_codes * len(ids) + a_codes
-    mu = agents["mu"].to_numpy(dtype=np.float64)
-    known = ~np.isnan(mu)
-    total = np.bincount(cell[known], mu[known], minlength=len(fractions) * len(ids))
-    count = np.bincount(cell[known], minlength=len(fractions) * len(ids))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        values = (total / count).reshape(len(fractions), len(ids))
-    keep = (count.reshape(len(fractions), len(ids)) > 0).any(axis=0)  # as pivot_table, agents with no rating dropped
-    return pd.DataFrame(values[:, keep], index=pd.Index(fractions, name="fraction"), columns=pd.Index(ids[keep], name="id"))
+def agent_trajectories(snapshots: pd.DataFrame | Trajectories, *, title: str = "") -> Figure:
+    """The top agents' ratings against the share of matches; all agents' range as a band.
 
-
-def agent_trajectories(snapshots: pd.DataFrame, *, title: str = "") -> Figure:
-    """The top agents' ratings against the share of matches; all agents' range as a band."""
+    ``snapshots``: the snapshot rows (a frame), or their :class:`~.trajectories.Trajectories` (streamed from a
+    stored table by the report)."""
+    drawn = snapshots if isinstance(snapshots, Trajectories) else trajectories(snapshots, MAX_AGENTS_DRAWN)
     fig = Figure(figsize=(10, 4.6), layout="constrained")
     ax = fig.add_subplot()
-    wide = _by_fraction(snapshots[snapshots["kind"] == "agent"])
-    final = wide.iloc[-1].sort_values(ascending=False)
-    shown = list(final.index[:MAX_AGENTS_DRAWN])
-    if len(final) > len(shown):
-        ax.fill_between(100 * wide.index, wide.min(axis=1), wide.max(axis=1), color="#ddd", label=f"all {len(final)} agents")
+    wide, shown = drawn.shown, list(drawn.shown.columns)
+    if drawn.agents > len(shown):
+        ax.fill_between(100 * wide.index, drawn.low, drawn.high, color="#ddd", label=f"all {drawn.agents} agents")
     for color, agent in zip(_agent_colors(len(shown))[::-1], shown, strict=True):
         ax.plot(100 * wide.index, wide[agent], color=color, linewidth=1.2, label=agent[:28])
     ax.set_xlabel("share of matches (%)")
     ax.set_ylabel("agent rating")
     ax.legend(fontsize=6, ncol=2, loc="center left", bbox_to_anchor=(1.0, 0.5))
     ax.set_title(
-        title or "Agent ratings as the share of matches grows" + (f" (top {len(shown)})" if len(final) > len(shown) else "")
+        title or "Agent ratings as the share of matches grows" + (f" (top {len(shown)})" if drawn.agents > len(shown) else "")
     )
     return fig
 

@@ -27,7 +27,8 @@ from .contract import IngestError
 from .harness import DerivedUpload, HarnessResult, drops_of, merge_specs, read_drop, reader_environment
 from .layout import DERIVED_ROOT, INCOMING_LEDGER, derived_folder, derived_path, derived_spec_path, in_folder
 from .ledger import cached_versions, write_fingerprints
-from .store import StorageError, Store, StoredFile, parquet_bytes
+from .parquet_io import parquet_bytes
+from .store import StorageError, Store, StoredFile
 
 __all__ = ["INCOMING_LEDGER", "INCOMING_SCHEMA", "IncomingUpdate", "incoming_reason", "read_incoming", "refresh_incoming"]
 

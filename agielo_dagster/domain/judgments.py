@@ -36,10 +36,11 @@ import pyarrow.compute as pc
 
 from .contract import MAX_LOG_BYTES, MAX_NAME_LENGTH, IngestError, Problems, check_name
 from .layout import JUDGMENTS_FOLDER, judgment_ledger_path, judgment_path
+from .parquet_io import parquet_bytes
 from .readers import read_rows
 from .readers.common import _PADDED_RE, _check_bytes, _guarded, _q
 from .readers.csv_format import _NUMBER_RE
-from .store import StorageError, Store, StoredFile, parquet_bytes
+from .store import StorageError, Store, StoredFile
 
 __all__ = [
     "JUDGMENTS_FOLDER",

@@ -44,7 +44,8 @@ from .layout import (
     tags_path,
 )
 from .lineage import INGEST_VERSION, inputs_digest
-from .store import StorageError, Store, StoredFile, parquet_bytes
+from .parquet_io import parquet_bytes
+from .store import StorageError, Store, StoredFile
 
 __all__ = ["LEDGER_SCHEMA", "Ledger", "LedgerUpdate", "read_ledger", "refresh_ledger", "read_accepted"]
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import fsspec
 
 from .contract import MAX_LOG_BYTES
+from .parquet_io import buffer, parquet_bytes, parts_where, rows_where, write_parquet
 
 __all__ = [
     "StorageError",
@@ -398,7 +399,7 @@ class Store:
         """
         import pyarrow.parquet as pq
 
-        source = self.full_path(path) if self.is_local else _buffer(self.read_bytes(path))
+        source = self.full_path(path) if self.is_local else buffer(self.read_bytes(path))
         # one file, read in this thread: for the many small files of a benchmark this is 3× faster than
         # read_table's dataset machinery, and leaves no reader thread behind at interpreter exit; without
         # pre-buffering (which coalesces reads for high-latency stores), a file of 5 rows reads in 0.18 ms
@@ -406,14 +407,28 @@ class Store:
         file = pq.ParquetFile(source, read_dictionary=read_dictionary, pre_buffer=False)
         if not where:
             return file.read(columns=columns, use_threads=False)
-        return _rows_where(file, columns, where)
+        return rows_where(file, columns, where)
+
+    def read_parts(
+        self,
+        path: str,
+        *,
+        columns: list[str] | None = None,
+        read_dictionary: list[str] | None = None,
+        where: Mapping[str, str] | None = None,
+    ):
+        """:meth:`read_table` a row group at a time (a generator): memory is one row group, however large the file."""
+        import pyarrow.parquet as pq
+
+        source = self.parquet_source(path)
+        yield from parts_where(pq.ParquetFile(source, read_dictionary=read_dictionary, pre_buffer=False), columns, where or {})
 
     @_guarded
     def parquet_source(self, path: str):
         """What a parquet reader should open: the local path, or the bytes of an S3 object as an arrow buffer."""
         import pyarrow as pa
 
-        return self.full_path(path) if self.is_local else pa.py_buffer(self.read_bytes(path))
+        return self.full_path(path) if self.is_local else pa.pybuffer(self.read_bytes(path))
 
     @_guarded
     def read_schema(self, path: str):
@@ -480,7 +495,7 @@ class Store:
         tmp = posixpath.join(folder, f".{posixpath.basename(full)}.{_host_tag()}-{os.getpid()}-{uuid.uuid4().hex}{TEMP_SUFFIX}")
         try:
             with open(tmp, "wb") as f:
-                _write_parquet(table, f)
+                write_parquet(table, f)
                 if durable:
                     f.flush()
                     os.fsync(f.fileno())
@@ -568,100 +583,3 @@ def _etag(info: dict) -> str:
 
 def _hidden(rel: str) -> bool:
     return any(part.startswith(".") for part in rel.split("/"))
-
-
-def _rows_where(file, columns: list[str] | None, where: Mapping[str, str]):
-    """The rows of a parquet file where every ``column`` equals its value, read row group by row group."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    schema = file.schema_arrow
-    index = {column: schema.get_field_index(column) for column in where}
-    read = None if columns is None else list(dict.fromkeys([*columns, *where]))
-    parts = []
-    for group in range(file.num_row_groups):
-        meta = file.metadata.row_group(group)
-        stats = [(meta.column(index[column]).statistics, value) for column, value in where.items()]
-        if any(s is not None and s.has_min_max and not (s.min <= value <= s.max) for s, value in stats):
-            continue
-        table = file.read_row_group(group, columns=read, use_threads=False)
-        keep = [pc.equal(table.column(column).cast(pa.string()), value) for column, value in where.items()]
-        table = table.filter(functools.reduce(pc.and_, keep))
-        parts.append(table.select(columns) if columns is not None else table)
-    if not parts:
-        return schema.empty_table().select(columns) if columns is not None else schema.empty_table()
-    return pa.concat_tables(parts)
-
-
-def _buffer(data: bytes):
-    import pyarrow as pa
-
-    return pa.BufferReader(data)
-
-
-ROW_GROUP_ROWS = 1 << 20
-"""Rows of a parquet row group (pyarrow's default)."""
-
-SMALL_TABLE_BYTES = 16 << 10
-"""Tables up to this size in memory are written uncompressed; larger ones with zstd."""
-
-
-def _write_parquet(table, sink) -> None:
-    """``table`` as parquet (zstd, or uncompressed up to :data:`SMALL_TABLE_BYTES`) to ``sink``; a dictionary column whose dictionary is longer than a row group (a
-    wide benchmark's test-case ids) is written with each row group's own ids as its dictionary.
-
-    Parquet keeps one dictionary per row group: written whole, a dictionary of 10M test cases went into each of the
-    10 row groups (writing took 38 s), and each row group read back with all 10M ids (issue 25).
-    """
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    wide = [
-        i
-        for i, field in enumerate(table.schema)
-        if pa.types.is_dictionary(field.type) and any(len(c.dictionary) > ROW_GROUP_ROWS for c in table.column(i).chunks)
-    ]
-    if not wide:
-        # zstd's context costs about 75 µs a file, more than it saves on a few rows (a tall benchmark's uploads)
-        pq.write_table(table, sink, compression="zstd" if table.nbytes > SMALL_TABLE_BYTES else "none")
-        return
-    with pq.ParquetWriter(sink, table.schema, compression="zstd") as writer:
-        for start in range(0, table.num_rows, ROW_GROUP_ROWS):
-            piece = table.slice(start, ROW_GROUP_ROWS)
-            for i in wide:
-                piece = piece.set_column(i, table.schema.field(i), _own_dictionary(piece.column(i)))
-            writer.write_table(piece)
-
-
-def _own_dictionary(column):
-    """A dictionary column with only the values its rows use in its dictionary (in the order of their codes)."""
-    import numpy as np
-    import pyarrow as pa
-
-    column = column.combine_chunks()
-    if column.null_count:
-        return column
-    codes = column.indices.to_numpy(zero_copy_only=False)
-    present = np.zeros(len(column.dictionary), dtype=bool)
-    present[codes] = True  # a mask, not np.unique: sorting a row group's codes took about 1 s
-    used = np.flatnonzero(present)
-    del present
-    remap = np.empty(len(column.dictionary), dtype=codes.dtype)
-    remap[used] = np.arange(len(used), dtype=codes.dtype)
-    return pa.DictionaryArray.from_arrays(pa.array(remap[codes]), column.dictionary.take(pa.array(used)))
-
-
-def parquet_bytes(table) -> bytes:
-    """A pyarrow Table as parquet bytes (as :func:`_write_parquet` writes it), written through arrow's own buffer (deterministic)."""
-    import pyarrow as pa
-
-    sink = pa.BufferOutputStream()
-    _write_parquet(table, sink)
-    return sink.getvalue().to_pybytes()
-
-
-def table_from_bytes(data: bytes, **options):
-    """A pyarrow Table from parquet bytes, read natively."""
-    import pyarrow.parquet as pq
-
-    return pq.read_table(_buffer(data), **options)

@@ -6,6 +6,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from agielo_dagster.domain import parquet_io
 from agielo_dagster.domain import store as store_module
 from agielo_dagster.domain.store import Store
 
@@ -66,11 +67,11 @@ def test_a_killed_writers_temporary_file_is_removed_at_once_others_by_age(tmp_pa
 def test_a_dictionary_wider_than_a_row_group_is_written_per_row_group(tmp_path, monkeypatch):
     """A wide benchmark's test-case ids as one dictionary went whole into every row group (issue 25); each row group
     now carries the ids its rows use, and the table reads back equal."""
-    monkeypatch.setattr(store_module, "ROW_GROUP_ROWS", 100)
+    monkeypatch.setattr(parquet_io, "ROW_GROUP_ROWS", 100)
     ids = pa.array(np.char.add("case-", np.arange(1_000).astype(str))).dictionary_encode()
     table = pa.table({"test_case_id": ids, "mu": np.arange(1_000, dtype=np.float64)})
     path = tmp_path / "wide.parquet"
-    path.write_bytes(store_module.parquet_bytes(table))
+    path.write_bytes(parquet_io.parquet_bytes(table))
     back = pq.read_table(path)
     assert back.column("test_case_id").cast(pa.string()).to_pylist() == ids.cast(pa.string()).to_pylist()
     assert back.column("mu").to_pylist() == table.column("mu").to_pylist()
