@@ -294,6 +294,10 @@ def _spec(store: Store, benchmark: str, files: list[StoredFile]) -> tuple[str, B
 
 Validator = Callable[[list[pa.Table], BenchmarkSpec], list[tuple[str, ...]]]
 
+BATCH_UPLOADS = 5_000
+"""The most uploads validated together: a tall benchmark's uploads are a few rows each, and 50,000 of them held as
+tables for one batch of rows cost 330 MB (a few KB of buffers and objects a table)."""
+
 
 def refresh_ledger(
     store: Store,
@@ -315,7 +319,8 @@ def refresh_ledger(
         normalized rows, or :class:`IngestError`.
     quality_suite : callable, optional
         ``quality_suite(tables, spec) -> [failed expectations per table]``: a second opinion over
-        contract-accepted uploads (validated together, in batches of about ``batch_rows`` rows).
+        contract-accepted uploads (validated together, in batches of about ``batch_rows`` rows and at most
+        :data:`BATCH_UPLOADS` uploads).
 
     Returns
     -------
@@ -509,7 +514,7 @@ def _validate(
         del data
         pending.append((f, agent, table))
         pending_rows += table.num_rows
-        if pending_rows >= batch_rows:
+        if pending_rows >= batch_rows or len(pending) >= BATCH_UPLOADS:
             flush()
     flush()
     store.flush_to_disk()  # one sync for every accepted file, before the ledger names them

@@ -1,0 +1,35 @@
+"""The ledger validates a tall benchmark's many small uploads in bounded batches, with the outcome of one batch."""
+
+from agielo_dagster.domain import ledger as ledger_module
+from agielo_dagster.domain.ledger import refresh_ledger
+from agielo_dagster.domain.quality import failed_expectations
+from agielo_dagster.domain.readers import read_upload
+from agielo_dagster.domain.store import Store
+
+
+def _outcomes(tmp_path, name, monkeypatch, batch_uploads):
+    root = tmp_path / name
+    folder = root / "raw" / "quiz"
+    folder.mkdir(parents=True)
+    (folder / "benchmark.yaml").write_text("metric: correct\nscoring: binary\n")
+    for a in range(7):
+        (folder / f"model_{a}.csv").write_text("test_case_id,correct\n" + "".join(f"case-{i},{(a + i) % 2}\n" for i in range(5)))
+    (folder / "model_9.csv").write_text("test_case_id,correct\ncase-0,1\ncase-0,0\n")  # a repeated id: rejected
+    batches = []
+
+    def suite(tables, spec):
+        batches.append(len(tables))
+        return failed_expectations(tables, spec)
+
+    monkeypatch.setattr(ledger_module, "BATCH_UPLOADS", batch_uploads)
+    update = refresh_ledger(Store(str(root)), "quiz", read_upload=read_upload, quality_suite=suite)
+    rows = {r["path"].rsplit("/", 1)[-1]: (r["status"], r["rule"], r["rows"]) for r in update.ledger.rows}
+    return rows, batches
+
+
+def test_small_uploads_are_validated_in_batches_of_at_most_batch_uploads(tmp_path, monkeypatch):
+    batched, sizes = _outcomes(tmp_path, "batched", monkeypatch, 3)
+    whole, one = _outcomes(tmp_path, "whole", monkeypatch, 1_000)
+    assert sizes == [3, 3, 1] and one == [7]
+    assert batched == whole
+    assert batched["model_9.csv"][0] == "rejected" and sum(s == "accepted" for s, _, _ in batched.values()) == 7
