@@ -35,7 +35,8 @@ TWIN_MAX_MATCHES = 250_000  # above it the yardstick stays null: 10 twins of 1,0
 @dg.multi_asset(
     outs={
         "rating_snapshots": benchmark_output(
-            "fraction, kind, id, mu, sigma: every agent at 1%…100% of the matches, test cases at 10/25/50/100%."
+            "fraction, kind, id, mu, sigma: every agent at 1%…100% of the matches (a tall benchmark's at every k-th: "
+            "docs/engine.md), test cases at 10/25/50/100%."
         ),
         "test_case_ratings": benchmark_output(
             "Difficulty of every test case: test_case_id, mu, sigma, matches, mean_score, mean_metric, mu_order_sd, "

@@ -40,6 +40,7 @@ from .order_reliability import RELIABILITY_COLUMNS
 from .orders import (
     HISTORY_LEVELS,
     _pairs,
+    agent_snapshot_fractions,
     default_workers,
     final_ratings,
     history_slots,
@@ -298,6 +299,7 @@ def rate_encoded(m: Matches, settings: RatingSettings | Mapping[str, Setting], *
     workers = default_workers() if workers is None else int(workers)
     n, n_a, n_t = len(m), m.n_agents, m.n_test_cases
     ends, tc_ends = snapshot_ends(fractions, n), snapshot_ends(tc_fractions, n)
+    a_fractions = agent_snapshot_fractions(fractions, n, n_a)  # a tall benchmark's agents: every k-th fraction
     played_tc_ends = tc_ends[tc_ends < n]  # a wide benchmark's orders keep 16 bytes a test case fewer each
     n_components, a_comp, t_comp = components(m)
     if warn:
@@ -381,7 +383,7 @@ def rate_encoded(m: Matches, settings: RatingSettings | Mapping[str, Setting], *
                 test_cases[f"mu_after_{j}"] = np.where(j < t_n, after_mu_mean[depth][slot], np.nan)
                 test_cases[f"sigma_after_{j}"] = np.where(j < t_n, after_sig[depth][slot], np.nan)
         snapshots = _snapshot_table(
-            fractions,
+            a_fractions,
             m.agent_ids,
             o.mean("a_mu_at"),
             o.sigma("a_mu_at", "a_sig_at"),
@@ -393,7 +395,16 @@ def rate_encoded(m: Matches, settings: RatingSettings | Mapping[str, Setting], *
         return agents, test_cases, snapshots, a_mu, t_mu, a_mean_metric, t_mean_metric, a_n
 
     moments, rel_table, measurer, done = run_orders(
-        m, pairs, ends, played_tc_ends, float(init_mu), float(init_sigma), with_reliability, workers, then=tables
+        m,
+        pairs,
+        ends,
+        played_tc_ends,
+        float(init_mu),
+        float(init_sigma),
+        with_reliability,
+        workers,
+        then=tables,
+        agent_ends=snapshot_ends(a_fractions, n),
     )
     agents, test_cases, snapshots, a_mu, t_mu, a_mean_metric, t_mean_metric, a_n = done
 

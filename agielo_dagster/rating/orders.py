@@ -35,6 +35,27 @@ def snapshot_ends(fractions: ArrayLike, n_matches: int) -> np.ndarray:
     return np.floor(f * (n_matches - 1) + 1e-9).astype(np.int64) + 1
 
 
+AGENT_SNAPSHOT_CELLS = 1 << 20
+"""Agents × snapshot fractions up to which every agent is kept at every fraction."""
+
+AGENT_SNAPSHOTS_PER_MATCH = 2
+"""Above :data:`AGENT_SNAPSHOT_CELLS`, the most agent snapshot cells kept per match."""
+
+
+def agent_snapshot_fractions(fractions: ArrayLike, n_matches: int, n_agents: int) -> np.ndarray:
+    """The fractions at which the agents' snapshots are kept: all of them, except where many agents play few matches
+    each (a tall benchmark: 100,000 agents of 5 matches held 100 snapshots each, 7.5 KB an agent in the orders and
+    the table, 5 times the memory bound's 300 bytes a match); there every k-th fraction counted from the last is kept,
+    the fewest k that keeps at most :data:`AGENT_SNAPSHOTS_PER_MATCH` cells a match. The reliability is measured at
+    every fraction all the same."""
+    f = np.asarray(fractions, dtype=np.float64)
+    cells = n_agents * len(f)
+    if cells <= AGENT_SNAPSHOT_CELLS or cells <= AGENT_SNAPSHOTS_PER_MATCH * n_matches:
+        return f
+    stride = -(-cells // (AGENT_SNAPSHOTS_PER_MATCH * n_matches))
+    return f[::-1][::stride][::-1].copy()
+
+
 # ---------------------------------------------------------------------------------------------
 # orders
 
@@ -200,6 +221,7 @@ class _Layout:
 
     ends: np.ndarray
     tc_ends: np.ndarray
+    a_ends: np.ndarray  # where the agents' snapshots are kept (``ends``, or every k-th of them: agent_snapshot_fractions)
     n_a: int
     n_t: int
     init_mu: float
@@ -209,13 +231,14 @@ class _Layout:
     kept: np.ndarray | None  # the recorded test cases, None when every test case is
 
     @classmethod
-    def of(cls, m: Matches, ends, tc_ends, init_mu: float, init_sigma: float) -> _Layout:
+    def of(cls, m: Matches, ends, tc_ends, init_mu: float, init_sigma: float, a_ends=None) -> _Layout:
         played = np.bincount(m.test_case, minlength=m.n_test_cases)
         slot = history_slots(played)
         kept = np.flatnonzero(slot >= 0)
         return cls(
             ends,
             tc_ends,
+            ends if a_ends is None else a_ends,
             m.n_agents,
             m.n_test_cases,
             init_mu,
@@ -235,7 +258,7 @@ class _Layout:
         μ and σ handed back in the matches' codes)."""
         per_recorded = 16 * (len(self.tc_ends) + self.levels)
         per_test_case = 16 + 8 + 4 + (4 + 4 + 16 if self.n_t >= RELABEL_FROM else 0)
-        return 16 * self.n_a * (1 + len(self.ends)) + self.n_t * per_test_case + per_recorded * self.recorded
+        return 16 * self.n_a * (1 + len(self.a_ends)) + self.n_t * per_test_case + per_recorded * self.recorded
 
 
 @dataclass
@@ -312,8 +335,8 @@ def _play(o: _Ordered, reverse: bool, lay: _Layout, on_segment=None) -> _Run:
         a_sig,
         t_mu,
         t_sig,
-        np.empty((len(lay.ends), n_a)),
-        np.empty((len(lay.ends), n_a)),
+        np.empty((len(lay.a_ends), n_a)),
+        np.empty((len(lay.a_ends), n_a)),
         np.empty((len(lay.tc_ends), recorded)),
         np.empty((len(lay.tc_ends), recorded)),
         t_first,
@@ -343,7 +366,7 @@ def _play(o: _Ordered, reverse: bool, lay: _Layout, on_segment=None) -> _Run:
         if on_segment is not None:
             on_segment(done, stop, a_mu, t_mu)
         done = stop
-        for k in np.flatnonzero(lay.ends == stop):
+        for k in np.flatnonzero(lay.a_ends == stop):
             run.a_mu_at[k], run.a_sig_at[k] = a_mu, a_sig
         for k in np.flatnonzero(lay.tc_ends == stop):
             if kept is None:
@@ -461,9 +484,19 @@ class _SharedCopy:
 
 
 def run_orders(
-    m: Matches, pairs, ends, tc_ends, init_mu: float, init_sigma: float, with_reliability: bool, workers: int, then=None
+    m: Matches,
+    pairs,
+    ends,
+    tc_ends,
+    init_mu: float,
+    init_sigma: float,
+    with_reliability: bool,
+    workers: int,
+    then=None,
+    agent_ends=None,
 ):
-    """Play every order (in parallel threads), the first with its reliability.
+    """Play every order (in parallel threads), the first with its reliability (measured at ``ends``; the agents'
+    snapshots are kept at ``agent_ends``, by default the same).
 
     The first order runs on the calling thread; the pool takes the others, a pair's two
     orders side by side on one shared copy, and the reliability measurements of the first.
@@ -471,7 +504,7 @@ def run_orders(
     reliability measurements finish. Returns (the orders' :class:`OrderMoments`, reliability rows,
     measurer, what ``then`` returned).
     """
-    layout = _Layout.of(m, ends, tc_ends, init_mu, init_sigma)
+    layout = _Layout.of(m, ends, tc_ends, init_mu, init_sigma, agent_ends)
     score_dtype = _score_dtype(m.score)
     pool = ThreadPoolExecutor(workers) if workers > 1 else _Inline()
     try:

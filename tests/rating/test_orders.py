@@ -55,7 +55,9 @@ def test_orders_playing_one_at_a_time_for_memory_do_not_change_a_single_bit(smal
 
     many = rate(small, seed=5, orders=6, workers=4)
     # 2 million test cases played once each: one order's state alone is most of the budget
-    wide = orders._Layout(np.ones(100), np.ones(3), 1, 2 * 10**6, 1500.0, 350.0, 0, np.full(2 * 10**6, -1), np.empty(0))
+    wide = orders._Layout(
+        np.ones(100), np.ones(3), np.ones(100), 1, 2 * 10**6, 1500.0, 350.0, 0, np.full(2 * 10**6, -1), np.empty(0)
+    )
     assert wide.state_bytes() > orders.ORDER_STATE_BUDGET // 3
     monkeypatch.setattr(orders, "ORDER_STATE_BUDGET", 1)
     one = rate(small, seed=5, orders=6, workers=4)
@@ -160,3 +162,27 @@ def test_relabeling_numbers_test_cases_by_first_match():
     new_of_old = relabel_by_first_match(codes, 6)
     np.testing.assert_array_equal(codes, [0, 1, 0, 2, 1])
     np.testing.assert_array_equal(new_of_old, [2, 1, 3, 4, 0, 5])  # 2, 3, 5 never played: last, in code order
+
+
+def test_a_tall_benchmarks_agents_keep_every_kth_snapshot_with_the_same_bits(monkeypatch):
+    """Many agents of few matches each keep their snapshots at every k-th fraction counted from the last (at most 2
+    cells a match); those rows are the very rows of a rating that keeps them all, and the reliability is unchanged."""
+    from agielo_dagster.rating import orders, simulate_matches
+
+    hundred = np.round(np.arange(1, 101) / 100, 2)
+    assert len(orders.agent_snapshot_fractions(hundred, 2_000, 400)) == 100  # 40,000 cells: under AGENT_SNAPSHOT_CELLS
+    assert len(orders.agent_snapshot_fractions(hundred, 20_000_000, 20_000)) == 100  # 1,000 matches an agent: 0.1 a match
+    assert len(orders.agent_snapshot_fractions(hundred, 100_000, 20_000)) == 10  # a tall one: 20 cells a match, k = 10
+    rng = np.random.default_rng(4)
+    tall = simulate_matches(rng.normal(1500, 200, 5), rng.normal(1500, 300, 300), seed=3)  # 300 agents × 5 test cases
+    every = rate(tall, seed=2, orders=4)
+    monkeypatch.setattr(orders, "AGENT_SNAPSHOT_CELLS", 1_000)
+    thinned = rate(tall, seed=2, orders=4)
+    kept = orders.agent_snapshot_fractions(np.round(np.arange(1, 101) / 100, 2), len(tall), 300)
+    assert list(kept) == [round(k / 100, 2) for k in range(10, 101, 10)]  # 30,000 cells over 2 × 1,500 matches: k = 10
+    agents = thinned.snapshots[thinned.snapshots["kind"] == "agent"]
+    assert sorted(agents["fraction"].unique()) == list(kept)
+    expected = every.snapshots[every.snapshots["fraction"].isin(kept) | (every.snapshots["kind"] == "test_case")]
+    pd.testing.assert_frame_equal(thinned.snapshots.reset_index(drop=True), expected.reset_index(drop=True), check_exact=True)
+    for name in ("agents", "test_cases", "reliability"):
+        pd.testing.assert_frame_equal(getattr(thinned, name), getattr(every, name), check_exact=True)
