@@ -428,7 +428,7 @@ class Store:
         """What a parquet reader should open: the local path, or the bytes of an S3 object as an arrow buffer."""
         import pyarrow as pa
 
-        return self.full_path(path) if self.is_local else pa.pybuffer(self.read_bytes(path))
+        return self.full_path(path) if self.is_local else pa.py_buffer(self.read_bytes(path))
 
     @_guarded
     def read_schema(self, path: str):
