@@ -113,7 +113,7 @@ def benchmark_reports(
             gaps,
             hardest,
             reliability,
-            input_manifests.to_pandas(),
+            input_manifests,  # converted only as far as the report shows it
             f"{RATING_VERSION} (ratings), {PRESENTATION_VERSION} (report)",
             digest,
             ledger.description if ledger else "",

@@ -211,3 +211,26 @@ def test_ratings_equal_up_to_rounding_draw_one_bar():
         fig = figures.rating_distribution(test_cases, agents)
         heights = [patch.get_height() for patch in fig.axes[0].patches if hasattr(patch, "get_height")]  # not the stairs
         assert sum(heights) == len(test_cases) and max(heights) == len(test_cases)
+
+
+def test_the_inputs_table_reads_an_arrow_manifest_only_as_far_as_it_shows_it(rated):
+    """A tall benchmark's input manifest has a row per agent: the report shows the first 100 rows of the Arrow table,
+    as it shows those of its pandas conversion."""
+    import pyarrow as pa
+
+    n = 250
+    manifest = pa.table(
+        {
+            "agent_id": [f"a{i:03d}" for i in range(n)],
+            "source_path": [f"raw/b/a{i:03d}.csv" for i in range(n)],
+            "source_version": [f"sha256:{i:064x}" for i in range(n)],
+            "spec_version": ["sha256:" + "0" * 64] * n,
+            "matches": pa.array(np.full(n, 5), pa.int64()),
+            "provisional": pa.array(np.zeros(n, dtype=bool)),
+        }
+    )
+    _, result, gaps = rated
+    args = ("b", {}, gaps, result.test_cases.head(10), result.reliability)
+    from_arrow = render_report(*args, manifest, "0+x", "sha256:1")
+    from_pandas = render_report(*args, manifest.to_pandas(), "0+x", "sha256:1")
+    assert from_arrow == from_pandas and "150 more rows" in from_arrow

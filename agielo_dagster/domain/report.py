@@ -7,6 +7,7 @@ import base64
 import html
 
 import pandas as pd
+import pyarrow as pa
 
 from .layout import warehouse_path
 from .standing import fragility_line, headline, unusual_agents
@@ -55,13 +56,20 @@ def _number(value, fmt: str = "{:.1f}") -> str:
     return fmt.format(value) if isinstance(value, float) else html.escape(str(value))
 
 
-def _html_table(frame: pd.DataFrame, cells: dict, where: str = "", table_id: str = "", columns: list | None = None) -> str:
+def _html_table(
+    frame: pd.DataFrame | pa.Table, cells: dict, where: str = "", table_id: str = "", columns: list | None = None
+) -> str:
     """A table of ``columns`` (default: all) whose cells are HTML from ``cells[column](row)``; other text is
-    escaped, numbers formatted."""
-    columns = list(frame.columns) if columns is None else columns
+    escaped, numbers formatted. An Arrow table is converted only as far as it is shown (a tall benchmark's input
+    manifest has a row per agent)."""
+    if isinstance(frame, pa.Table):
+        rows, shown_rows = frame.num_rows, frame.slice(0, MAX_ROWS).to_pandas()
+    else:
+        rows, shown_rows = len(frame), frame.head(MAX_ROWS)
+    columns = list(shown_rows.columns) if columns is None else columns
     head = "".join(f"<th>{html.escape(str(c)).replace('_', '_<wbr>')}</th>" for c in columns)  # long names wrap
     body = []
-    for row in frame.head(MAX_ROWS).to_dict("records"):
+    for row in shown_rows.to_dict("records"):
         tds = []
         for c in columns:
             value = row[c]
@@ -70,8 +78,8 @@ def _html_table(frame: pd.DataFrame, cells: dict, where: str = "", table_id: str
         body.append("<tr>" + "".join(tds) + "</tr>")
     attribute = f' id="{table_id}"' if table_id else ""
     shown = f'<table class="t"{attribute}><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
-    if len(frame) > MAX_ROWS:
-        shown += f'<p class="more">{len(frame) - MAX_ROWS:,} more rows{html.escape(" in " + where) if where else ""}.</p>'
+    if rows > MAX_ROWS:
+        shown += f'<p class="more">{rows - MAX_ROWS:,} more rows{html.escape(" in " + where) if where else ""}.</p>'
     return shown
 
 
@@ -139,7 +147,7 @@ def render_report(
     gaps: pd.DataFrame,
     hardest: pd.DataFrame,
     reliability: pd.DataFrame,
-    inputs: pd.DataFrame,
+    inputs: pd.DataFrame | pa.Table,
     code_version: str,
     inputs_digest: str,
     description: str = "",
