@@ -9,7 +9,6 @@ from collections.abc import Mapping
 __all__ = [
     "ROW_GROUP_ROWS",
     "SMALL_TABLE_BYTES",
-    "buffer",
     "parquet_bytes",
     "parts_where",
     "rows_where",
@@ -63,7 +62,7 @@ def _only(statistics, value: str) -> bool:
     )
 
 
-def buffer(data: bytes):
+def _buffer(data: bytes):
     import pyarrow as pa
 
     return pa.BufferReader(data)
@@ -134,4 +133,4 @@ def table_from_bytes(data: bytes, **options):
     """A pyarrow Table from parquet bytes, read natively."""
     import pyarrow.parquet as pq
 
-    return pq.read_table(buffer(data), **options)
+    return pq.read_table(_buffer(data), **options)

@@ -123,12 +123,7 @@ def _read_csv(data: bytes, file: str, check_header: Callable[[Sequence[str]], No
     quotes = data.find(b'"', body_start, end) >= 0
     if not quotes and len(body) <= _SMALL_BODY_BYTES and (small := _split_small(body, len(names))) is not None:
         columns = {n: pa.chunked_array([values]) for n, values in zip(names, small, strict=True)}
-        rows = len(small[0])
-
-        def is_blank_small(row0: int) -> bool:
-            return len(names) > 1 and all(column[row0].as_py() == "" for column in columns.values())
-
-        return _Frame(list(names), dict(columns), rows, lambda r: header_lines + r + 1, is_blank=is_blank_small)
+        return _Frame(list(names), dict(columns), len(small[0]), lambda r: header_lines + r + 1, is_blank=_blank(columns))
     synthetic = [f"c{i}" for i in range(len(names))]
     bad_row: list[tuple[int, int, str]] = []
 
@@ -203,10 +198,14 @@ def _read_csv(data: bytes, file: str, check_header: Callable[[Sequence[str]], No
             line=line_of(row0),
         )
 
-    def is_blank(row0: int) -> bool:
-        return len(names) > 1 and all(column[row0].as_py() == "" for column in columns.values())
+    return _Frame(list(names), dict(columns), rows, line_of, is_blank=_blank(columns))  # the closures keep the text columns
 
-    return _Frame(list(names), dict(columns), rows, line_of, is_blank=is_blank)  # the closures keep the text columns
+
+def _blank(columns: dict[str, pa.ChunkedArray]) -> Callable[[int], bool]:
+    """Whether a row has only empty fields (of a file of several columns), read from the text ``columns`` (kept
+    here: the caller replaces the metric's text with its numbers)."""
+    columns = dict(columns)
+    return lambda row0: len(columns) > 1 and all(column[row0].as_py() == "" for column in columns.values())
 
 
 def _split_small(body: memoryview, fields: int) -> list[pa.Array] | None:
