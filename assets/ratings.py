@@ -317,6 +317,7 @@ def competency_gap_tables(
     with retried_on_storage_errors(context):
         ledger = read_ledger(storage.store, benchmark)
     scoring = ledger.make_scoring() if ledger else None
+    del ledger  # a row per upload: not kept through the gap table
     gaps = gap_table(test_case_ratings.to_pandas(), agent_ratings.to_pandas(), scoring)
     sources = input_manifests.to_pandas()[["agent_id", "source_path", "source_version"]]
     gaps = gaps.merge(sources, on="agent_id", how="left", validate="one_to_one")

@@ -89,10 +89,12 @@ def benchmark_reports(
         main_cases = test_cases[test_cases["component"] == 0]
     with retried_on_storage_errors(context):
         ledger = read_ledger(store, benchmark)
+        description = ledger.description if ledger else ""
         hardest = main_cases.nlargest(HARDEST_SHOWN, "mu")[["test_case_id", "mu", "sigma", "mean_metric"]]
         hardest = hardest.rename(columns={"mu": "rating"}).astype({"test_case_id": str})
         if ledger is not None:
             hardest = hardest.merge(test_case_metadata(store, ledger, list(hardest["test_case_id"])), on="test_case_id")
+        del ledger  # a row per upload (200,000 of them: 230 MB as Python): not kept through the figures and the explorer
         drawn = {
             "rating_distribution": figs.rating_distribution(
                 main_cases, on_scale, title=f"{benchmark}: difficulty and competency"
@@ -116,7 +118,7 @@ def benchmark_reports(
             input_manifests,  # converted only as far as the report shows it
             f"{RATING_VERSION} (ratings), {PRESENTATION_VERSION} (report)",
             digest,
-            ledger.description if ledger else "",
+            description,
             agents=agents,
             fragility=fragility,
         ).encode()
@@ -131,7 +133,7 @@ def benchmark_reports(
             reliability=reliability,
             calibration=calibration,
             gaps=gaps,
-            description=ledger.description if ledger else "",
+            description=description,
             fragility=fragility,
         ).encode()
         store.write_bytes(explorer_path(benchmark), explorer)

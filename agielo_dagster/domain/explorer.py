@@ -44,6 +44,7 @@ MAX_POINTS = 3000
 MAX_AGENT_LINES = 200
 MAX_SLICE_ROWS = 20_000
 MAX_CALIBRATION_AGENTS = 100
+WEIGHTED = {"d": "mean_rating_diff", "e": "empirical_score", "x": "expected_score"}
 HISTOGRAM_BINS = 60
 TOP_TAG_VALUES = 12
 MAX_TEXT = 300  # characters of an id or a tag value embedded
@@ -184,10 +185,14 @@ def _masses_data(masses: Any) -> dict | None:
 def _calibration_data(calibration: pd.DataFrame | None) -> dict | None:
     if calibration is None or not len(calibration):
         return None
-    c = calibration.copy()
+    c = calibration
     w = c["matches"].to_numpy(dtype=np.float64)
-    c["d"], c["e"], c["x"] = c["mean_rating_diff"] * w, c["empirical_score"] * w, c["expected_score"] * w
-    pooled = c.groupby("bin_lo", sort=True)[["d", "e", "x", "matches"]].sum()
+    weighted = pd.DataFrame(  # numbers only: a tall benchmark's calibration has a row per agent and bin, ids and all
+        {"bin_lo": c["bin_lo"], "matches": c["matches"]}
+        | {k: c[name].to_numpy(dtype=np.float64) * w for k, name in WEIGHTED.items()}
+    )
+    pooled = weighted.groupby("bin_lo", sort=True)[["d", "e", "x", "matches"]].sum()
+    del weighted
     data = {
         "pooled": {
             "diff": [_clean(v) for v in (pooled["d"] / pooled["matches"]).tolist()],
