@@ -513,15 +513,15 @@ def refine_ratings(
         diffs, hess, more = _agents(w, diffs, agent_component, phi)
         iterations += more
     fitted, stretch = diffs, np.ones(n_a)
+    h_inv = _inverse_on_differences(hess, agent_component, compared)
     if correction is not None:
         diffs = np.where(compared, fitted + correction, fitted)
     elif binary:
-        diffs, stretch = _debiased(w, fitted, hess, start, csr_agent, csr_score, agent_component, compared, seed)
+        diffs, stretch = _debiased(w, fitted, h_inv, start, csr_agent, csr_score, agent_component, compared, seed)
     mu = np.where(compared, _anchored(diffs, glicko_mu, agent_component, compared), glicko_mu)
     t_mu, t_sig = _test_cases(m, mu, t_mu0, played, init_mu, init_sigma)
     t_mu, t_sig = np.where(played, t_mu, test_case_mu), np.where(played, t_sig, test_case_sigma)
     # the sandwich of the pairwise equations, clustered by test case (the jackknife's, to first order)
-    h_inv = _inverse_on_differences(hess, agent_component, compared)
     meat = pair_meat(start, csr_agent, csr_score, _strengths(fitted, init_mu), h_inv, n_a)
     sandwich = np.diag(h_inv @ meat @ h_inv)
     # the joint model's own standard errors (test cases profiled out), scaled by the scores' dispersion
@@ -536,15 +536,14 @@ def refine_ratings(
     return RefinedRatings(mu, se, lo, hi, t_mu, t_sig, compared, iterations, correction=diffs - fitted if drawn else correction)
 
 
-def _debiased(w, fitted, hess, start, csr_agent, csr_score, component, compared, seed):
+def _debiased(w, fitted, h_inv, start, csr_agent, csr_score, component, compared, seed):
     """Binary scores: the Firth estimate de-biased (:func:`~agielo_dagster.rating.debias.debias`) where Firth's
     correction moves some agent by at least ``TRIGGER`` of its pairwise standard error; (ratings, stretch).
 
     Where it moves every agent by less, what bias it leaves is of second order, and the bootstrap's
     cost (``DRAWS`` refits a round) is spared: dense designs, and most with a third of the pairs played.
     """
-    h_inv = _inverse_on_differences(hess, component, compared)
-    d_inv = np.diag(h_inv)
+    d_inv = np.diag(h_inv)  # h_inv: the pairwise equations' inverse on differences, as the sandwich uses it
     e = 0.5 * (1.0 + np.tanh(0.5 * Q * (fitted[:, None] - fitted[None, :])))
     c = Q * Q * (w + w.T) * e * (1.0 - e)
     shift = h_inv @ (Q * (c * (d_inv[:, None] + d_inv[None, :] - 2.0 * h_inv) * (0.5 - e)).sum(axis=1))
