@@ -104,6 +104,7 @@ def capabilities(context: dg.AssetExecutionContext, storage: ObjectStorage):
         ledger = read_ledger(store, benchmark)
         digest = stored_digest(store, warehouse_path("test_case_ratings", benchmark))
     tag_file = ledger.tag_file if ledger else None
+    del ledger  # a row per upload: not kept through the slices and the masses
     common = {"inputs_digest": digest, "code_version": RATING_VERSION}
     if tags is None:
         tags = pa.table({"test_case_id": pa.array([], pa.string())})

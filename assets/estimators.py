@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 from agielo_dagster.resources.storage import ObjectStorage
 
-from agielo_dagster.domain.ledger import read_ledger
+from agielo_dagster.domain.ledger import read_scoring
 from agielo_dagster.rating.schema import MATCH_COLUMNS
 
 from .common import benchmark_asset, frame_table
@@ -143,8 +143,8 @@ def reliability_heldout(context: dg.AssetExecutionContext, storage: ObjectStorag
     from agielo_dagster.rating import heldout_check
     from agielo_dagster.rating.heldout import heldout_summary
 
-    ledger = read_ledger(storage.store, context.partition_key)
-    table = heldout_check(match_tables, folds=5, seed=0, scoring=ledger.make_scoring() if ledger else None).to_pandas()
+    scoring = read_scoring(storage.store, context.partition_key)
+    table = heldout_check(match_tables, folds=5, seed=0, scoring=scoring).to_pandas()
     summary = {k: round(float(v), 4) if isinstance(v, float) else v for k, v in heldout_summary(table).items()}
     context.add_output_metadata({"check": frame_table(table, list(table.columns), limit=20, digits=4), **summary})
     return table

@@ -10,7 +10,7 @@ from agielo_dagster.resources.storage import ObjectStorage
 from agielo_dagster.resources.warehouse import free_previous_steps
 
 from agielo_dagster.domain.layout import warehouse_path
-from agielo_dagster.domain.ledger import read_ledger
+from agielo_dagster.domain.ledger import read_scoring
 from agielo_dagster.domain.lineage import RATING_VERSION
 from agielo_dagster.domain.standing import FRAGILITY_KEY
 from agielo_dagster.rating.frames import plain_ids, row_positions
@@ -315,9 +315,7 @@ def competency_gap_tables(
     benchmark = context.partition_key
     digest = digest_of(agent_ratings)
     with retried_on_storage_errors(context):
-        ledger = read_ledger(storage.store, benchmark)
-    scoring = ledger.make_scoring() if ledger else None
-    del ledger  # a row per upload: not kept through the gap table
+        scoring = read_scoring(storage.store, benchmark)
     gaps = gap_table(test_case_ratings.to_pandas(), agent_ratings.to_pandas(), scoring)
     sources = input_manifests.to_pandas()[["agent_id", "source_path", "source_version"]]
     gaps = gaps.merge(sources, on="agent_id", how="left", validate="one_to_one")

@@ -47,7 +47,7 @@ from .lineage import INGEST_VERSION, inputs_digest
 from .parquet_io import parquet_bytes
 from .store import StorageError, Store, StoredFile
 
-__all__ = ["LEDGER_SCHEMA", "Ledger", "LedgerUpdate", "read_ledger", "refresh_ledger", "read_accepted"]
+__all__ = ["LEDGER_SCHEMA", "Ledger", "LedgerUpdate", "read_accepted", "read_ledger", "read_scoring", "refresh_ledger"]
 
 MESSAGE_CHARS = MAX_REPORT_CHARS  # a rejection may name several rules (contract.Problems)
 RACY_SECONDS = 0.1
@@ -98,12 +98,7 @@ class Ledger:
 
     def make_scoring(self):
         """The benchmark's scoring function as the accepted uploads were scored (identity when unknown)."""
-        from ..rating.scoring import identity, make_scoring
-
-        if not self.scoring:
-            return identity()
-        config = json.loads(self.scoring)
-        return make_scoring(config["scoring"], config["params"])
+        return _scoring_of(self.scoring)
 
     @property
     def accepted(self) -> list[dict]:
@@ -181,6 +176,31 @@ def read_ledger(store: Store, benchmark: str) -> Ledger | None:
         meta.get("description", ""),
         float(meta.get("full_coverage", DEFAULT_FULL_COVERAGE)),
     )
+
+
+def read_scoring(store: Store, benchmark: str):
+    """:meth:`Ledger.make_scoring` of the stored ledger, read from its footer alone (None where there is no ledger).
+
+    A tall benchmark's ledger is a row per upload (200,000 of them: 230 MB as Python); what the gap tables
+    and the held-out check need of it is this.
+    """
+    try:
+        schema = store.read_schema(ledger_path(benchmark))
+        meta = json.loads(schema.metadata[b"agielo"])
+    except StorageError:
+        raise
+    except Exception:  # noqa: BLE001 - missing, truncated or foreign, as read_ledger
+        return None
+    return _scoring_of(meta.get("scoring", "")) if schema.remove_metadata() == LEDGER_SCHEMA else None
+
+
+def _scoring_of(scoring: str):
+    from ..rating.scoring import identity, make_scoring
+
+    if not scoring:
+        return identity()
+    config = json.loads(scoring)
+    return make_scoring(config["scoring"], config["params"])
 
 
 def read_accepted(store: Store, benchmark: str, agent: str, columns: list[str] | None = None) -> pa.Table:

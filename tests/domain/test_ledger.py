@@ -33,3 +33,20 @@ def test_small_uploads_are_validated_in_batches_of_at_most_batch_uploads(tmp_pat
     assert sizes == [3, 3, 1] and one == [7]
     assert batched == whole
     assert batched["model_9.csv"][0] == "rejected" and sum(s == "accepted" for s, _, _ in batched.values()) == 7
+
+
+def test_the_scoring_is_read_from_the_ledgers_footer_as_the_ledger_makes_it(tmp_path):
+    from agielo_dagster.domain.ledger import read_ledger, read_scoring
+
+    store = Store(str(tmp_path))
+    assert read_scoring(store, "graded") is None  # no ledger yet
+    folder = tmp_path / "raw" / "graded"
+    folder.mkdir(parents=True)
+    (folder / "benchmark.yaml").write_text("metric: error\nscoring: minmax\nparams: {lo: 0, hi: 10, higher_is_better: false}\n")
+    (folder / "model_a.csv").write_text("test_case_id,error\ncase-0,2.5\ncase-1,7.5\n")
+    refresh_ledger(store, "graded", read_upload=read_upload, quality_suite=failed_expectations)
+    made, read = read_ledger(store, "graded").make_scoring(), read_scoring(store, "graded")
+    assert read.to_config() == made.to_config() and read.to_config()["scoring"] == "minmax"
+    assert read.to_config()["params"]["higher_is_better"] is False
+    (tmp_path / "warehouse" / "upload_ledger" / "graded.parquet").write_bytes(b"not parquet")
+    assert read_scoring(store, "graded") is None and read_ledger(store, "graded") is None
