@@ -158,15 +158,13 @@ class LedgerUpdate:
 
 def read_ledger(store: Store, benchmark: str) -> Ledger | None:
     """The stored ledger, or None when there is none (or it cannot be read: the next refresh rebuilds it)."""
-    path = ledger_path(benchmark)
     try:
-        table = store.read_table(path)
-        meta = json.loads(table.schema.metadata[b"agielo"])
+        table = store.read_table(ledger_path(benchmark))
     except StorageError:
         raise
-    except Exception:  # noqa: BLE001 - missing, truncated or foreign: rebuilt from the raw files
+    except Exception:  # noqa: BLE001 - missing or truncated: rebuilt from the raw files
         return None
-    if table.schema.remove_metadata() != LEDGER_SCHEMA:
+    if (meta := _metadata(table.schema)) is None:
         return None
     return Ledger(
         benchmark,
@@ -186,12 +184,21 @@ def read_scoring(store: Store, benchmark: str):
     """
     try:
         schema = store.read_schema(ledger_path(benchmark))
-        meta = json.loads(schema.metadata[b"agielo"])
     except StorageError:
         raise
-    except Exception:  # noqa: BLE001 - missing, truncated or foreign, as read_ledger
+    except Exception:  # noqa: BLE001 - missing or truncated, as read_ledger
         return None
-    return _scoring_of(meta.get("scoring", "")) if schema.remove_metadata() == LEDGER_SCHEMA else None
+    meta = _metadata(schema)
+    return None if meta is None else _scoring_of(meta.get("scoring", ""))
+
+
+def _metadata(schema: pa.Schema) -> dict | None:
+    """A stored ledger's own metadata (spec version, scoring, description…); None for a file that is not a ledger."""
+    try:
+        meta = json.loads(schema.metadata[b"agielo"])
+    except (KeyError, TypeError, ValueError):  # no metadata, or not ours
+        return None
+    return meta if schema.remove_metadata() == LEDGER_SCHEMA else None
 
 
 def _scoring_of(scoring: str):
