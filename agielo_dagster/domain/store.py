@@ -11,6 +11,7 @@ source boto understands); they are never logged and never part of a message.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import os
@@ -352,7 +353,8 @@ class Store:
     @_guarded
     def read_bytes(self, path: str, *, limit: int | None = None) -> bytes:
         """The file's bytes; with ``limit``, at most ``limit + 1`` of them (enough to tell it is too big)."""
-        with self.filesystem().open(self.full_path(path), "rb") as f:
+        # locally the builtin open: fsspec's file object costs 50 µs a file (a tall benchmark reads 200,000 uploads)
+        with open(self.full_path(path), "rb") if self.is_local else self.filesystem().open(self.full_path(path), "rb") as f:
             return f.read() if limit is None else f.read(limit + 1)
 
     @_guarded
@@ -469,18 +471,25 @@ class Store:
             self.filesystem().pipe_file(full, data)  # one PUT: S3 objects appear whole or not at all
             return
         folder = posixpath.dirname(full)
-        os.makedirs(folder, exist_ok=True)
         tmp = posixpath.join(folder, f".{posixpath.basename(full)}.{_host_tag()}-{os.getpid()}-{uuid.uuid4().hex}{TEMP_SUFFIX}")
         try:
-            with open(tmp, "wb") as f:
+            f = open(tmp, "wb")
+        except FileNotFoundError:  # the folder's first file (makedirs first would cost each of 200,000 files a stat)
+            os.makedirs(folder, exist_ok=True)
+            f = open(tmp, "wb")
+        replaced = False
+        try:
+            with f:
                 f.write(data)
                 if durable:
                     f.flush()
                     os.fsync(f.fileno())
             os.replace(tmp, full)
+            replaced = True
         finally:
-            if os.path.exists(tmp):
-                os.remove(tmp)
+            if not replaced:
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(tmp)
 
     def write_parquet(self, path: str, table, *, durable: bool = True) -> None:
         """Write a pyarrow Table as :func:`parquet_bytes` would, atomically; locally streamed to the file, so that a
