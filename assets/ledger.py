@@ -20,7 +20,7 @@ from agielo_dagster.domain.layout import LEDGER_FOLDER, ledger_path
 from agielo_dagster.domain.ledger import LEDGER_SCHEMA, Ledger, read_ledger, refresh_ledger
 from agielo_dagster.domain.lineage import INGEST_VERSION, RATING_VERSION
 from agielo_dagster.domain.quality import failed_expectations
-from agielo_dagster.domain.readers import read_upload
+from agielo_dagster.domain.readers import read_uploads
 from agielo_dagster.domain.status import final_footers, present_benchmarks, rated_digest, withdraw
 from agielo_dagster.outputs import benchmark_outputs
 from agielo_dagster.runs import claim_benchmark
@@ -95,7 +95,7 @@ def upload_ledger(context: dg.AssetExecutionContext, config: LedgerConfig, stora
             context.log.info(f"{benchmark} has no inputs left: withdrew {len(removed)} output file(s)")
             yield uploads_check(store, benchmark)
             return
-        update = refresh_ledger(store, benchmark, read_upload=read_upload, quality_suite=failed_expectations)
+        update = refresh_ledger(store, benchmark, read_uploads=read_uploads, quality_suite=failed_expectations)
         ledger = update.ledger
         digest = ledger.inputs_digest(RATING_VERSION)
         rated = rated_digest(final_footers(store, benchmark, outputs))

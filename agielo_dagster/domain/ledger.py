@@ -320,6 +320,10 @@ def _spec(store: Store, benchmark: str, files: list[StoredFile]) -> tuple[str, B
 
 
 Validator = Callable[[list[pa.Table], BenchmarkSpec], list[tuple[str, ...]]]
+Reader = Callable[..., list]  # read_uploads(items, spec, max_bytes=...): a table or an IngestError for each (data, file)
+
+READ_UPLOADS, READ_BYTES = 1_000, 16 << 20
+"""The most uploads, and bytes, read before they are checked together (:func:`~.readers.read_uploads`)."""
 
 BATCH_UPLOADS = 5_000
 """The most uploads validated together: a tall benchmark's uploads are a few rows each, and 50,000 of them held as
@@ -330,7 +334,7 @@ def refresh_ledger(
     store: Store,
     benchmark: str,
     *,
-    read_upload: Callable[..., pa.Table],
+    read_uploads: Reader,
     quality_suite: Validator | None = None,
     batch_rows: int = 2_000_000,
 ) -> LedgerUpdate:
@@ -341,9 +345,9 @@ def refresh_ledger(
     store : Store
     benchmark : str
         A safe benchmark name (the caller has checked it).
-    read_upload : callable
-        ``read_upload(data, file, spec, max_bytes=...) -> pyarrow.Table`` (the input contract):
-        normalized rows, or :class:`IngestError`.
+    read_uploads : callable
+        ``read_uploads([(data, file), …], spec, max_bytes=...) -> [pyarrow.Table | IngestError, …]`` (the input
+        contract, :func:`~agielo_dagster.domain.readers.read_uploads`): each upload's normalized rows, or its error.
     quality_suite : callable, optional
         ``quality_suite(tables, spec) -> [failed expectations per table]``: a second opinion over
         contract-accepted uploads (validated together, in batches of about ``batch_rows`` rows and at most
@@ -412,7 +416,7 @@ def refresh_ledger(
         return _reusable(previous.get(path), version, spec_version, have_accepted_file)
 
     validated = _validate(
-        store, benchmark, spec, spec_version, to_check, rows, learned, known_outcome, read_upload, quality_suite, batch_rows
+        store, benchmark, spec, spec_version, to_check, rows, learned, known_outcome, read_uploads, quality_suite, batch_rows
     )
 
     accepted_agents = {r["agent"] for r in rows.values() if r["status"] == "accepted"}
@@ -489,8 +493,21 @@ def _reusable(before: dict | None, version: str, spec_version: str, have_accepte
     return None
 
 
+def _outcomes(read_uploads: Reader, items: list[tuple[bytes, str]], spec: BenchmarkSpec, max_bytes: int) -> list:
+    """``read_uploads``'s outcomes (a table or an IngestError each); whatever else goes wrong rejects only the upload
+    it went wrong on."""
+    try:
+        return read_uploads(items, spec, max_bytes=max_bytes)
+    except StorageError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - found again upload by upload
+        if len(items) > 1:
+            return [outcome for item in items for outcome in _outcomes(read_uploads, [item], spec, max_bytes)]
+        return [IngestError(items[0][1], "unreadable", f"could not be read ({type(exc).__name__}: {exc})")]
+
+
 def _validate(
-    store, benchmark, spec, spec_version, to_check, rows, learned, known_outcome, read_upload, quality_suite, batch_rows
+    store, benchmark, spec, spec_version, to_check, rows, learned, known_outcome, read_uploads, quality_suite, batch_rows
 ) -> int:
     """Read and check ``to_check`` uploads; accepted ones are written to warehouse/accepted/. Returns how many were checked.
 
@@ -516,6 +533,23 @@ def _validate(
         pending.clear()
         pending_rows = 0
 
+    reading: list[tuple[StoredFile, str, bytes]] = []  # read, to be checked together
+    reading_bytes = 0
+
+    def check():
+        nonlocal pending_rows, reading_bytes
+        items = [(data, f.path) for f, _, data in reading]
+        for (f, agent, _), outcome in zip(reading, _outcomes(read_uploads, items, spec, store.max_upload_bytes), strict=True):
+            if isinstance(outcome, IngestError):
+                rows[f.path] = _row(f, "rejected", agent=agent, error=outcome, spec_version=spec_version)
+                continue
+            pending.append((f, agent, outcome))
+            pending_rows += outcome.num_rows
+            if pending_rows >= batch_rows or len(pending) >= BATCH_UPLOADS:
+                flush()
+        reading.clear()
+        reading_bytes = 0
+
     for f, agent in to_check:
         try:
             data, version = store.read_versioned(f.path, limit=store.max_upload_bytes)
@@ -527,22 +561,11 @@ def _validate(
             rows[f.path] = outcome
             continue
         checked += 1
-        try:
-            table = read_upload(data, f.path, spec, max_bytes=store.max_upload_bytes)
-        except IngestError as err:
-            rows[f.path] = _row(f, "rejected", agent=agent, error=err, spec_version=spec_version)
-            continue
-        except StorageError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - whatever goes wrong reading one upload rejects that upload only
-            error = IngestError(f.path, "unreadable", f"could not be read ({type(exc).__name__}: {exc})")
-            rows[f.path] = _row(f, "rejected", agent=agent, error=error, spec_version=spec_version)
-            continue
-        del data
-        pending.append((f, agent, table))
-        pending_rows += table.num_rows
-        if pending_rows >= batch_rows or len(pending) >= BATCH_UPLOADS:
-            flush()
+        reading.append((f, agent, data))
+        reading_bytes += len(data)
+        if len(reading) >= READ_UPLOADS or reading_bytes >= READ_BYTES:
+            check()
+    check()
     flush()
     store.flush_to_disk()  # one sync for every accepted file, before the ledger names them
     return checked

@@ -3,7 +3,7 @@
 from agielo_dagster.domain import ledger as ledger_module
 from agielo_dagster.domain.ledger import refresh_ledger
 from agielo_dagster.domain.quality import failed_expectations
-from agielo_dagster.domain.readers import read_upload
+from agielo_dagster.domain.readers import read_uploads
 from agielo_dagster.domain.store import Store
 
 
@@ -22,7 +22,7 @@ def _outcomes(tmp_path, name, monkeypatch, batch_uploads):
         return failed_expectations(tables, spec)
 
     monkeypatch.setattr(ledger_module, "BATCH_UPLOADS", batch_uploads)
-    update = refresh_ledger(Store(str(root)), "quiz", read_upload=read_upload, quality_suite=suite)
+    update = refresh_ledger(Store(str(root)), "quiz", read_uploads=read_uploads, quality_suite=suite)
     rows = {r["path"].rsplit("/", 1)[-1]: (r["status"], r["rule"], r["rows"]) for r in update.ledger.rows}
     return rows, batches
 
@@ -44,9 +44,40 @@ def test_the_scoring_is_read_from_the_ledgers_footer_as_the_ledger_makes_it(tmp_
     folder.mkdir(parents=True)
     (folder / "benchmark.yaml").write_text("metric: error\nscoring: minmax\nparams: {lo: 0, hi: 10, higher_is_better: false}\n")
     (folder / "model_a.csv").write_text("test_case_id,error\ncase-0,2.5\ncase-1,7.5\n")
-    refresh_ledger(store, "graded", read_upload=read_upload, quality_suite=failed_expectations)
+    refresh_ledger(store, "graded", read_uploads=read_uploads, quality_suite=failed_expectations)
     made, read = read_ledger(store, "graded").make_scoring(), read_scoring(store, "graded")
     assert read.to_config() == made.to_config() and read.to_config()["scoring"] == "minmax"
     assert read.to_config()["params"]["higher_is_better"] is False
     (tmp_path / "warehouse" / "upload_ledger" / "graded.parquet").write_bytes(b"not parquet")
     assert read_scoring(store, "graded") is None and read_ledger(store, "graded") is None
+
+
+def test_a_reader_that_fails_unforeseen_rejects_only_the_upload_it_failed_on(tmp_path, monkeypatch):
+    """Uploads are read in batches; a reader's own failure on one (not an IngestError) is found again upload by
+    upload, so that one upload is rejected as unreadable and the others of its batch keep their outcomes."""
+    folder = tmp_path / "raw" / "quiz"
+    folder.mkdir(parents=True)
+    (folder / "benchmark.yaml").write_text("metric: correct\nscoring: binary\n")
+    for a in range(6):
+        (folder / f"model_{a}.csv").write_text("test_case_id,correct\ncase-0,1\ncase-1,0\n")
+    monkeypatch.setattr(ledger_module, "READ_UPLOADS", 4)
+    batches = []
+
+    def reader(items, spec, *, max_bytes):
+        batches.append(len(items))
+        if any(file.endswith("model_2.csv") for _, file in items):
+            raise MemoryError("the reader ran out of memory")
+        return read_uploads(items, spec, max_bytes=max_bytes)
+
+    update = refresh_ledger(Store(str(tmp_path)), "quiz", read_uploads=reader, quality_suite=failed_expectations)
+    rows = {r["agent"]: r for r in update.ledger.rows}
+    assert batches[:2] == [4, 1] and len(batches) == 2 + 4  # the first batch failed, then was read upload by upload
+    assert rows["model_2"]["status"] == "rejected" and rows["model_2"]["rule"] == "unreadable"
+    assert "MemoryError: the reader ran out of memory" in rows["model_2"]["message"]
+    assert sorted(a for a, r in rows.items() if r["status"] == "accepted") == [
+        "model_0",
+        "model_1",
+        "model_3",
+        "model_4",
+        "model_5",
+    ]

@@ -91,13 +91,15 @@ and :mod:`.common` (what they share: the id column, byte and text checks, messag
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pyarrow as pa
 
-from ..contract import MAX_LOG_BYTES, BenchmarkSpec
+from ..contract import MAX_LOG_BYTES, BenchmarkSpec, IngestError
 from .common import ID_COLUMN, _check_bytes, _guarded
-from .upload import _read_rows, _read_upload
+from .upload import _read_rows, _read_upload, _read_uploads
 
-__all__ = ["ID_COLUMN", "read_rows", "read_upload"]
+__all__ = ["ID_COLUMN", "read_rows", "read_upload", "read_uploads"]
 
 
 def read_upload(data: bytes, file: str, spec: BenchmarkSpec, *, max_bytes: int = MAX_LOG_BYTES) -> pa.Table:
@@ -109,6 +111,19 @@ def read_upload(data: bytes, file: str, spec: BenchmarkSpec, *, max_bytes: int =
     """
     _check_bytes(data)
     return _guarded(file, lambda: _read_upload(bytes(data), file, spec, max_bytes))
+
+
+def read_uploads(
+    uploads: Sequence[tuple[bytes, str]], spec: BenchmarkSpec, *, max_bytes: int = MAX_LOG_BYTES
+) -> list[pa.Table | IngestError]:
+    """:func:`read_upload` of several uploads of one benchmark, ``(data, file)`` each: its table, or the error it raises.
+
+    The same outcomes, faster for many small files (a tall benchmark's 200,000 uploads of 5 rows): each file is read
+    alone, then the csv files of the same columns are checked together, in one pass of the contract's vectorized
+    checks instead of one a file (about 0.3 ms each); where that pass finds a problem, each of them is checked alone,
+    so that an error names its own file and rows.
+    """
+    return _read_uploads(uploads, spec, max_bytes)
 
 
 def read_rows(data: bytes, file: str, *, max_bytes: int = MAX_LOG_BYTES) -> pa.Table:

@@ -218,7 +218,7 @@ def _split_small(body: memoryview, fields: int) -> list[pa.Array] | None:
     rows = [line.split(",") for line in _LINE_BREAK.split(str(body, "utf-8"))]
     if any(len(row) != fields for row in rows):
         return None
-    return [pa.array(column, pa.string()) for column in zip(*rows, strict=True)]
+    return [pa.array(list(column), pa.string()) for column in zip(*rows, strict=True)]  # (a tuple converts 4x slower)
 
 
 def _csv_metric(text: pa.ChunkedArray, name: str) -> tuple[pa.ChunkedArray, _Problem | None]:

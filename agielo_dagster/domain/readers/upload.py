@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 import pyarrow as pa
@@ -14,7 +15,7 @@ from ..contract import (
     IngestError,
     Problems,
 )
-from .common import _PADDED_RE, ID_COLUMN, _chunked, _first, _Frame, _mask, _names, _prelude, _q
+from .common import _PADDED_RE, ID_COLUMN, _check_bytes, _chunked, _first, _Frame, _guarded, _mask, _names, _prelude, _q
 from .csv_format import _csv_metric, _read_csv
 from .jsonl_format import _read_jsonl
 from .parquet_format import _read_parquet
@@ -24,6 +25,87 @@ _BLANK_ROW = "has no values (a blank line inside the file?); remove it"
 
 def _read_upload(data: bytes, file: str, spec: BenchmarkSpec, max_bytes: int) -> pa.Table:
     fmt = _prelude(data, file, max_bytes)
+    if fmt == "csv":
+        return _checked_csv(_read_csv(data, file, _header_check(file, spec)), file, spec)
+    roles = {ID_COLUMN: "id", spec.metric: "metric"}
+    if fmt == "jsonl":
+        frame = _read_jsonl(data, file, roles, _header_check(file, spec))
+    else:
+        frame = _read_parquet(data, file, roles, _header_check(file, spec), max_bytes)
+    return _contract(frame, file, spec)
+
+
+def _checked_csv(frame: _Frame, file: str, spec: BenchmarkSpec) -> pa.Table:
+    """The contract over a csv file's text columns (its metric parsed first)."""
+    if frame.rows:
+        metric, problem = _csv_metric(frame.columns[spec.metric], spec.metric)
+        frame = replace(frame, columns={**frame.columns, spec.metric: metric}, problems=dict(frame.problems))
+        if problem:
+            frame.problems[spec.metric] = problem
+    return _contract(frame, file, spec)
+
+
+def _read_uploads(items: Sequence[tuple[bytes, str]], spec: BenchmarkSpec, max_bytes: int) -> list[pa.Table | IngestError]:
+    """:func:`_read_upload` of each ``(data, file)``, as its table or its error; csv files of the same columns checked
+    together (see :func:`~agielo_dagster.domain.readers.read_uploads`)."""
+    out: list[pa.Table | IngestError | None] = [None] * len(items)
+    together: dict[tuple[str, ...], list[tuple[int, _Frame]]] = {}
+    for i, (data, file) in enumerate(items):
+        _check_bytes(data)
+        data = bytes(data)
+
+        def first_pass(data=data, file=file) -> pa.Table | _Frame:
+            if _prelude(data, file, max_bytes) != "csv":
+                return _read_upload(data, file, spec, max_bytes)
+            return _read_csv(data, file, _header_check(file, spec))
+
+        try:
+            read = _guarded(file, first_pass)
+        except IngestError as err:
+            out[i] = err
+            continue
+        if isinstance(read, _Frame):
+            together.setdefault(tuple(read.names), []).append((i, read))
+        else:
+            out[i] = read
+    for members in together.values():
+        tables = _checked_together([frame for _, frame in members], spec) if len(members) > 1 else None
+        for k, (i, frame) in enumerate(members):
+            file = items[i][1]
+            try:
+                out[i] = tables[k] if tables is not None else _guarded(file, lambda: _checked_csv(frame, file, spec))  # noqa: B023
+            except IngestError as err:
+                out[i] = err
+    return out
+
+
+def _checked_together(frames: list[_Frame], spec: BenchmarkSpec) -> list[pa.Table] | None:
+    """The contract over several csv files of the same columns as one pass, each file's table a slice of its result;
+    None when any file breaks a rule (each is then checked alone, so that its error names its own file and rows).
+
+    Every check is per value, but for ids unique within a file (checked here per file), and the scoring is per value:
+    each slice is the table the file alone gives.
+    """
+    if any(frame.rows == 0 for frame in frames):
+        return None
+    names = frames[0].names
+    lengths = np.fromiter((frame.rows for frame in frames), dtype=np.int64, count=len(frames))
+    # one array a column: compute over 5,000 chunks of a few rows costs per chunk
+    columns = {n: pa.chunked_array([pa.concat_arrays([c for f in frames for c in f.columns[n].chunks])]) for n in names}
+    uploads = np.repeat(np.arange(len(frames)), lengths)
+    try:
+        metric, problem = _csv_metric(columns[spec.metric], spec.metric)
+        if problem:
+            return None
+        frame = _Frame(list(names), {**columns, spec.metric: metric}, int(lengths.sum()), lambda r: None)
+        table = _contract(frame, "(uploads checked together)", spec, uploads=uploads)
+    except Exception:  # noqa: BLE001 - whatever it is, each file alone names it
+        return None
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    return [table.slice(int(offsets[k]), int(lengths[k])) for k in range(len(frames))]
+
+
+def _header_check(file: str, spec: BenchmarkSpec):
     metric_name = spec.metric
 
     def check_header(names: Sequence[str]) -> None:
@@ -43,22 +125,13 @@ def _read_upload(data: bytes, file: str, spec: BenchmarkSpec, max_bytes: int) ->
                 f"no {_q(metric_name)} column (the metric named in benchmark.yaml); columns are {_names(names)}",
             )
 
-    roles = {ID_COLUMN: "id", metric_name: "metric"}
-    if fmt == "csv":
-        frame = _read_csv(data, file, check_header)
-        if frame.rows:
-            metric, problem = _csv_metric(frame.columns[metric_name], metric_name)
-            frame.columns[metric_name] = metric
-            if problem:
-                frame.problems[metric_name] = problem
-    elif fmt == "jsonl":
-        frame = _read_jsonl(data, file, roles, check_header)
-    else:
-        frame = _read_parquet(data, file, roles, check_header, max_bytes)
-    return _contract(frame, file, spec)
+    return check_header
 
 
-def _contract(frame: _Frame, file: str, spec: BenchmarkSpec) -> pa.Table:
+def _contract(frame: _Frame, file: str, spec: BenchmarkSpec, *, uploads: np.ndarray | None = None) -> pa.Table:
+    """The normalized table of ``frame``, or the IngestError naming every rule it breaks. ``uploads``: each row's
+    file, where the frame holds several files (ids need then be unique within a file only; problems are not named
+    per file)."""
     if frame.rows == 0:
         raise IngestError(file, "has_rows", "the file has a header but no rows")
     # every rule is checked and every broken one named (Problems): a later row of one rule never hides
@@ -87,7 +160,7 @@ def _contract(frame: _Frame, file: str, spec: BenchmarkSpec) -> pa.Table:
             f"test_case_id {_q(ids[r].as_py())} has leading or trailing white space ({n} row(s)); ids are used as written"
         ),
     )
-    if not ids_missing and len(pc.unique(ids)) != frame.rows:  # (count_distinct is about twice as slow)
+    if not ids_missing and _repeats(ids, frame.rows, uploads):
         codes = ids.combine_chunks().dictionary_encode().indices.to_numpy(zero_copy_only=False)
         _, first_at = np.unique(codes, return_index=True)
         again = np.ones(len(codes), dtype=bool)
@@ -143,6 +216,14 @@ def _contract(frame: _Frame, file: str, spec: BenchmarkSpec) -> pa.Table:
             names.append(f"meta.{name}")
             arrays.append(frame.columns[name])
     return pa.Table.from_arrays(arrays, names=names)
+
+
+def _repeats(ids: pa.ChunkedArray, rows: int, uploads: np.ndarray | None) -> bool:
+    """Whether an id appears twice (within one file, where ``uploads`` says each row's file)."""
+    if uploads is None:
+        return len(pc.unique(ids)) != rows  # (count_distinct is about twice as slow)
+    codes = pc.dictionary_encode(ids.combine_chunks()).indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    return len(np.unique(uploads * (int(codes.max()) + 1) + codes)) != rows
 
 
 def _first_value_problem(frame: _Frame, column: str, missing, reject, describe_missing, problems: Problems | None = None) -> None:
