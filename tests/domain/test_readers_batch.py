@@ -64,6 +64,19 @@ def test_uploads_sharing_test_cases_are_each_accepted_whole():
     assert together[7].column("test_case_id").to_pylist() == [f"case-{i}" for i in range(40)]
 
 
+def test_files_over_the_together_size_are_checked_alone_with_the_same_outcomes(monkeypatch):
+    from agielo_dagster.domain.readers import upload
+
+    monkeypatch.setattr(upload, "TOGETHER_BYTES", 60)  # the 5-row files below are 80-odd bytes: each goes alone
+    items = [valid(a) for a in range(4)] + [(b"test_case_id,correct\na,1\n", "raw/batch/tiny_1.csv")]
+    items += [
+        (b"test_case_id,correct\nb,0\n", "raw/batch/tiny_2.csv"),
+        (b"test_case_id,correct\nc,0\nc,1\n", "raw/batch/tiny_3.csv"),
+    ]
+    together = assert_same_outcomes(items, IDENTITY)
+    assert [isinstance(t, pa.Table) for t in together] == [True] * 6 + [False]
+
+
 def test_one_duplicate_among_many_rejects_only_its_own_file():
     items = [valid(a) for a in range(20)]
     items[11] = (b"test_case_id,correct\ncase-0,1\ncase-1,0\ncase-0,1\n", "raw/batch/model_11.csv")

@@ -21,6 +21,9 @@ from .jsonl_format import _read_jsonl
 from .parquet_format import _read_parquet
 
 _BLANK_ROW = "has no values (a blank line inside the file?); remove it"
+TOGETHER_BYTES = 1 << 20
+"""The largest csv file checked together with others: a larger one's checks cost little beside its rows (and it is
+not copied into a batch's columns)."""
 
 
 def _read_upload(data: bytes, file: str, spec: BenchmarkSpec, max_bytes: int) -> pa.Table:
@@ -46,8 +49,8 @@ def _checked_csv(frame: _Frame, file: str, spec: BenchmarkSpec) -> pa.Table:
 
 
 def _read_uploads(items: Sequence[tuple[bytes, str]], spec: BenchmarkSpec, max_bytes: int) -> list[pa.Table | IngestError]:
-    """:func:`_read_upload` of each ``(data, file)``, as its table or its error; csv files of the same columns checked
-    together (see :func:`~agielo_dagster.domain.readers.read_uploads`)."""
+    """:func:`_read_upload` of each ``(data, file)``, as its table or its error; csv files of the same columns and up to
+    :data:`TOGETHER_BYTES` checked together (see :func:`~agielo_dagster.domain.readers.read_uploads`)."""
     out: list[pa.Table | IngestError | None] = [None] * len(items)
     together: dict[tuple[str, ...], list[tuple[int, _Frame]]] = {}
     for i, (data, file) in enumerate(items):
@@ -55,7 +58,7 @@ def _read_uploads(items: Sequence[tuple[bytes, str]], spec: BenchmarkSpec, max_b
         data = bytes(data)
 
         def first_pass(data=data, file=file) -> pa.Table | _Frame:
-            if _prelude(data, file, max_bytes) != "csv":
+            if _prelude(data, file, max_bytes) != "csv" or len(data) > TOGETHER_BYTES:
                 return _read_upload(data, file, spec, max_bytes)
             return _read_csv(data, file, _header_check(file, spec))
 
