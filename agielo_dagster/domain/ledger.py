@@ -538,8 +538,13 @@ def _validate(
 
     def check():
         nonlocal pending_rows, reading_bytes
+        uploads = [(f, agent) for f, agent, _ in reading]
         items = [(data, f.path) for f, _, data in reading]
-        for (f, agent, _), outcome in zip(reading, _outcomes(read_uploads, items, spec, store.max_upload_bytes), strict=True):
+        reading.clear()  # the bytes go once read: a wide upload's 200 MB are not held through the suite and the writes
+        reading_bytes = 0
+        outcomes = _outcomes(read_uploads, items, spec, store.max_upload_bytes)
+        del items
+        for (f, agent), outcome in zip(uploads, outcomes, strict=True):
             if isinstance(outcome, IngestError):
                 rows[f.path] = _row(f, "rejected", agent=agent, error=outcome, spec_version=spec_version)
                 continue
@@ -547,8 +552,6 @@ def _validate(
             pending_rows += outcome.num_rows
             if pending_rows >= batch_rows or len(pending) >= BATCH_UPLOADS:
                 flush()
-        reading.clear()
-        reading_bytes = 0
 
     for f, agent in to_check:
         try:
