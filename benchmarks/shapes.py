@@ -2,7 +2,8 @@
 
 A grid of shapes at the same number of matches N (1M by default; 10M with ``--ten-million``):
 1 × N (one agent, a wide benchmark such as a large single-model evaluation), 2 × N/2, 20 × N/20,
-√N × √N (square) and N/5 × 5 (tall: many agents, few test cases), each with and without 3 partial
+√N × √N (square), 10,000 × N/10,000 (the most agents of the issue's range of shapes) and N/5 × 5 (tall: many
+agents, few test cases, one file each), each with and without 3 partial
 uploads of 20 rows (provisional agents). Each cell is one fresh storage root and Dagster instance
 and one real `agielo run` subprocess from start to gap tables; the figures are its wall time, its
 time per match, its ratio to the square shape's time per match, and its peak RSS (``VmHWM`` of
@@ -37,6 +38,7 @@ REPO = Path(__file__).resolve().parents[1]
 MAX_LOG_BYTES = 256 * 1024 * 1024  # the upload limit (agielo_dagster.domain.contract)
 BOUND_PER_MATCH, BOUND_BASE = 300, 1 << 30
 PARTIAL_UPLOADS, PARTIAL_ROWS = 3, 20
+TALLEST_AGENTS = 10_000  # the range of shapes runs from 1 × 15.7M to 10,000 × 5: its most agents
 
 # run in the child: the CLI's own entry point, then its peak RSS (its own and any children's)
 CHILD = (
@@ -54,6 +56,7 @@ def shapes(n: int) -> list[tuple[str, int, int]]:
         ("2xN/2", 2, n // 2),
         ("20xN/20", 20, n // 20),
         ("sqrt", side, n // side),
+        ("10kxN/10k", TALLEST_AGENTS, n // TALLEST_AGENTS),
         ("N/5x5", n // 5, 5),
     ]
 
@@ -151,7 +154,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--matches", type=int, default=1_000_000)
     parser.add_argument("--ten-million", action="store_true", help="also the 10M-match rows (slow: minutes each)")
-    parser.add_argument("--only", default="", help="comma-separated shape names (1xN, 2xN/2, 20xN/20, sqrt, N/5x5)")
+    parser.add_argument("--only", default="", help="comma-separated shape names (1xN, 2xN/2, 20xN/20, sqrt, 10kxN/10k, N/5x5)")
     parser.add_argument("--no-partial", action="store_true", help="skip the rows with partial uploads")
     parser.add_argument("--keep", type=Path, default=None, help="work in this folder")
     parser.add_argument("--placement", action="store_true", help="only time provisional placement against wide tables")
@@ -163,7 +166,7 @@ def main() -> None:
     wanted = {s for s in args.only.split(",") if s}
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores, load average at start {os.getloadavg()[0]:.1f}")
     print(
-        f"{'matches':>10} {'shape':>8} {'agents':>8} {'test cases':>10} {'partial':>7} {'wall s':>7} "
+        f"{'matches':>10} {'shape':>9} {'agents':>8} {'test cases':>10} {'partial':>7} {'wall s':>7} "
         f"{'µs/match':>8} {'× square':>8} {'peak MiB':>8} {'bound MiB':>9} {'ok':>3} {'load':>5}",
         flush=True,
     )
@@ -190,7 +193,7 @@ def main() -> None:
         for r in rows:
             per = r["seconds"] / r["matches"]
             print(
-                f"{r['matches']:>10,} {r['name']:>8} {r['agents']:>8,} {r['test_cases']:>10,} {('3×20' if r['partial'] else '-'):>7} "
+                f"{r['matches']:>10,} {r['name']:>9} {r['agents']:>8,} {r['test_cases']:>10,} {('3×20' if r['partial'] else '-'):>7} "
                 f"{r['seconds']:>7.1f} {per * 1e6:>8.1f} {per / square[r['partial']]:>8.2f} {r['peak'] / 2**20:>8,.0f} "
                 f"{r['bound'] / 2**20:>9,.0f} {('yes' if r['peak'] <= r['bound'] else 'NO'):>3} {r['load']:>5.1f}",
                 flush=True,
