@@ -101,7 +101,10 @@ def lm_eval_logs(tmp_path_factory) -> Path:
     def build(work: Path) -> None:
         for f in (DATA / "lm_eval_tasks").iterdir():
             shutil.copy(f, work / f.name)
-        env = {**os.environ, **OFFLINE, "HF_HOME": str(work / ".hf"), "HF_DATASETS_CACHE": str(work / ".hf" / "datasets")}
+        # the datasets cache beside the folder, not in it: each run walks its include path (".") for task configs, and
+        # a concurrent run's cache renames its "….incomplete" folders meanwhile (a FileNotFoundError mid-walk)
+        hf = work.parent / f"{work.name}.hf"
+        env = {**os.environ, **OFFLINE, "HF_HOME": str(hf), "HF_DATASETS_CACHE": str(hf / "datasets")}
         # concurrently: each run spends most of its ~8 s indexing lm-eval's built-in task configs. The two runs into
         # run1 get distinct timestamps (microseconds); the reader keeps the later one, whichever finished first.
         _run(
