@@ -86,17 +86,17 @@ def _checked_together(frames: list[_Frame], spec: BenchmarkSpec) -> list[pa.Tabl
     """The contract over several csv files of the same columns as one pass, each file's table a slice of its result;
     None when any file breaks a rule (each is then checked alone, so that its error names its own file and rows).
 
-    Every check is per value, but for ids unique within a file (checked here per file), and the scoring is per value:
-    each slice is the table the file alone gives.
+    Every check is per value but the ids' uniqueness, checked here within each file, and the scoring is per value
+    too: each slice is the table the file alone gives.
     """
     if any(frame.rows == 0 for frame in frames):
         return None
     names = frames[0].names
     lengths = np.fromiter((frame.rows for frame in frames), dtype=np.int64, count=len(frames))
-    # one array a column: compute over 5,000 chunks of a few rows costs per chunk
-    columns = {n: pa.chunked_array([pa.concat_arrays([c for f in frames for c in f.columns[n].chunks])]) for n in names}
     uploads = np.repeat(np.arange(len(frames)), lengths)
     try:
+        # one array a column: compute over a thousand chunks of a few rows would cost per chunk
+        columns = {n: pa.chunked_array([pa.concat_arrays([c for f in frames for c in f.columns[n].chunks])]) for n in names}
         metric, problem = _csv_metric(columns[spec.metric], spec.metric)
         if problem:
             return None
