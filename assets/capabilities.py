@@ -13,7 +13,8 @@ import pyarrow.compute as pc
 from agielo_dagster.resources.storage import ObjectStorage
 from agielo_dagster.resources.warehouse import free_previous_steps, read_stored
 
-from agielo_dagster.domain.layout import accepted_path, warehouse_path
+from agielo_dagster.domain.copies import AcceptedCopies
+from agielo_dagster.domain.layout import warehouse_path
 from agielo_dagster.domain.ledger import read_ledger, read_tag_file
 from agielo_dagster.domain.lineage import RATING_VERSION
 from agielo_dagster.rating.schema import MATCH_COLUMNS
@@ -33,11 +34,11 @@ def benchmark_tags(storage: ObjectStorage, benchmark: str) -> pa.Table | None:
     store = storage.store
     ledger = read_ledger(store, benchmark)
     metadata = []
+    copies = AcceptedCopies.read(store, benchmark) if ledger else None
     for row in sorted(ledger.accepted, key=lambda r: r["agent"])[:METADATA_UPLOADS] if ledger else []:
-        path = accepted_path(benchmark, row["agent"])
-        names = [n for n in store.read_schema(path).names if n.startswith("meta.")]
+        names = [n for n in copies.schema(row).names if n.startswith("meta.")]
         if names:
-            metadata.append(store.read_table(path, columns=["test_case_id", *names]))
+            metadata.append(copies.read_one(row, columns=["test_case_id", *names]))
     from_metadata = tags_from_metadata(metadata) if metadata else None
     if from_metadata is not None and from_metadata.num_columns < 2:
         from_metadata = None

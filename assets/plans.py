@@ -65,8 +65,9 @@ def placement_plans(context: dg.AssetExecutionContext, config: PlanConfig, stora
         ratings = store.read_table(warehouse_path("agent_ratings", benchmark)).to_pandas().astype({"agent_id": str})
         ledger = read_ledger(store, benchmark)
         done: list[str] = []
-        if ledger is not None and any(r["agent"] == agent for r in ledger.accepted):
-            done = read_accepted(store, benchmark, agent, columns=["test_case_id"]).column("test_case_id").to_pylist()
+        row = next((r for r in ledger.accepted if r["agent"] == agent), None) if ledger is not None else None
+        if row is not None:
+            done = read_accepted(store, benchmark, row, columns=["test_case_id"]).column("test_case_id").to_pylist()
     known = ratings[ratings["agent_id"] == agent]
     if "status" in known:  # a disconnected agent's rating is on another scale; an unplaced one has none
         known = known[known["status"].isin(["rated", "provisional"])]

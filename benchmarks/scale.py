@@ -176,7 +176,9 @@ def main() -> None:
         f"(c) one new model, one upload in each of {len(tasks)} benchmarks: {new_model:.0f} s to new gap tables "
         f"(target ≤ 60 s: {'met' if new_model <= 60 else 'NOT met'}); {first / new_model:.0f}× faster than the first run"
     )
-    print(f"    {out.splitlines()[1]}; accepted copies written: {added} new, {rewritten} of the other {len(before):,} rewritten")
+    print(
+        f"    {out.splitlines()[1]}; accepted copy files written: {added} new, {rewritten} of the other {len(before):,} rewritten (small uploads share 256 files)"
+    )
     for task, *_ in tasks:
         gaps = pd.read_parquet(root / "warehouse/competency_gap_tables" / f"{task}.parquet")
         assert newcomer in set(gaps["agent_id"]), task

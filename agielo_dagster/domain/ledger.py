@@ -7,14 +7,15 @@ type, symbolic link), with the rule and message. Everything else derives from it
 
 - the benchmark's **inputs digest**: the accepted uploads' (path, version), ``benchmark.yaml``'s
   version and the code version (:meth:`Ledger.inputs_digest`);
-- the match table (only accepted uploads, from ``warehouse/accepted/``), the quarantine report,
+- the match table (only accepted uploads, from their copies under ``warehouse/accepted/``, :mod:`.copies`), the
+  quarantine report,
   and the question "is this benchmark stale?" (:mod:`agielo_dagster.domain.status`).
 
 :func:`refresh_ledger` brings a ledger up to date with the raw folder. It reads only what changed:
 a file whose fingerprint (size, mtime, inode locally; ETag on S3) is unchanged keeps its cached
 version, and an upload whose (path, version, benchmark.yaml version, ingest code version) is
 already in the ledger keeps its outcome. Oversize files are recognised from their listed size,
-unread. Writes go accepted files → fingerprint cache → ledger (the commit point), each atomic, so
+unread. Writes go accepted copies → fingerprint cache → ledger (the commit point), each atomic, so
 a crash anywhere leaves a state the next refresh repairs.
 """
 
@@ -30,14 +31,13 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from .contract import DEFAULT_FULL_COVERAGE, MAX_REPORT_CHARS, MAX_SPEC_BYTES, BenchmarkSpec, IngestError, parse_benchmark_spec
+from .copies import AcceptedCopies, SmallUploads, is_small, write_copies
 from .layout import (
-    accepted_folder,
     accepted_path,
     classify_input_path,
     derived_folder,
     derived_spec_path,
     fingerprint_path,
-    in_folder,
     ledger_path,
     raw_folder,
     spec_path,
@@ -210,9 +210,9 @@ def _scoring_of(scoring: str):
     return make_scoring(config["scoring"], config["params"])
 
 
-def read_accepted(store: Store, benchmark: str, agent: str, columns: list[str] | None = None) -> pa.Table:
-    """An accepted upload, normalized (``test_case_id, metric, score, meta.*``)."""
-    return store.read_table(accepted_path(benchmark, agent), columns=columns)
+def read_accepted(store: Store, benchmark: str, row: dict, columns: list[str] | None = None) -> pa.Table:
+    """An accepted upload (its ledger row), normalized (``test_case_id, metric, score, meta.*``)."""
+    return AcceptedCopies.read(store, benchmark).read_one(row, columns)
 
 
 def _row(file: StoredFile, status: str, *, agent: str = "", error: IngestError | None = None, rows: int = 0, **extra) -> dict:
@@ -363,7 +363,7 @@ def refresh_ledger(
     spec_version, spec, spec_error = _spec(store, benchmark, listing)
     learned = {spec_file_of(benchmark, (f.path for f in listing)): spec_version}  # versions found while reading
     previous = {r["path"]: r for r in old.rows} if old else {}
-    have_accepted_file = set(store.list_dir(accepted_folder(benchmark)))
+    copies = AcceptedCopies.read(store, benchmark)
 
     rows: dict[str, dict] = {}
     uploads: list[tuple[StoredFile, str]] = []
@@ -406,23 +406,34 @@ def refresh_ledger(
         elif spec_error is not None:
             rows[f.path] = _row(f, "rejected", agent=agent, error=spec_error, spec_version=spec_version)
         else:
-            reuse = _reusable(previous.get(f.path), f.version, spec_version, have_accepted_file)
+            reuse = _reusable(previous.get(f.path), f.version, spec_version, copies)
             if reuse is not None:
                 rows[f.path] = reuse
             else:
                 to_check.append((f, agent))
 
     def known_outcome(path: str, version: str) -> dict | None:
-        return _reusable(previous.get(path), version, spec_version, have_accepted_file)
+        return _reusable(previous.get(path), version, spec_version, copies)
 
+    small = SmallUploads()
     validated = _validate(
-        store, benchmark, spec, spec_version, to_check, rows, learned, known_outcome, read_uploads, quality_suite, batch_rows
+        store,
+        benchmark,
+        spec,
+        spec_version,
+        to_check,
+        rows,
+        learned,
+        known_outcome,
+        read_uploads,
+        quality_suite,
+        batch_rows,
+        small,
     )
-
-    accepted_agents = {r["agent"] for r in rows.values() if r["status"] == "accepted"}
-    for name in have_accepted_file:
-        if name.endswith(".parquet") and name.removesuffix(".parquet") not in accepted_agents:
-            store.remove(in_folder(accepted_folder(benchmark), name))
+    accepted = [r for r in rows.values() if r["status"] == "accepted" and r["kind"] == "upload"]
+    write_copies(store, benchmark, copies, accepted, small)
+    del small
+    store.flush_to_disk()  # one sync for every accepted copy, before the ledger names them
     listing = [StoredFile(f.path, f.size, f.fingerprint, f.version or learned.get(f.path, ""), f.symlink) for f in listing]
     write_fingerprints(store, benchmark, listing, listed_at_ns)
 
@@ -479,7 +490,7 @@ def read_tag_file(store: Store, benchmark: str) -> pa.Table | None:
         return None
 
 
-def _reusable(before: dict | None, version: str, spec_version: str, have_accepted_file: set[str]) -> dict | None:
+def _reusable(before: dict | None, version: str, spec_version: str, copies: AcceptedCopies) -> dict | None:
     """The previous outcome of an upload, when it was reached on these very bytes, spec and ingest code."""
     if (
         before is not None
@@ -487,7 +498,7 @@ def _reusable(before: dict | None, version: str, spec_version: str, have_accepte
         and before["status"] in ("accepted", "rejected")
         and before["rule"] not in ("one_file_per_agent", "log_size")
         and (before["version"], before["spec_version"], before["ingest_version"]) == (version, spec_version, INGEST_VERSION)
-        and (before["status"] != "accepted" or f"{before['agent']}.parquet" in have_accepted_file)
+        and (before["status"] != "accepted" or copies.holds(before))
     ):
         return dict(before)
     return None
@@ -507,9 +518,10 @@ def _outcomes(read_uploads: Reader, items: list[tuple[bytes, str]], spec: Benchm
 
 
 def _validate(
-    store, benchmark, spec, spec_version, to_check, rows, learned, known_outcome, read_uploads, quality_suite, batch_rows
+    store, benchmark, spec, spec_version, to_check, rows, learned, known_outcome, read_uploads, quality_suite, batch_rows, small
 ) -> int:
-    """Read and check ``to_check`` uploads; accepted ones are written to warehouse/accepted/. Returns how many were checked.
+    """Read and check ``to_check`` uploads; accepted large ones are written to warehouse/accepted/, small ones gathered
+    in ``small`` (their shared files are written once every upload is known). Returns how many were checked.
 
     An upload whose bytes turn out to be those the ledger already judged (only its fingerprint
     moved) keeps its outcome.
@@ -521,15 +533,20 @@ def _validate(
     def flush():
         nonlocal pending_rows
         failures = quality_suite([t for _, _, t in pending], spec) if quality_suite and pending else [()] * len(pending)
+        shared = []
         for (f, agent, table), failed in zip(pending, failures, strict=True):
             if failed:
                 error = IngestError(f.path, "quality_suite", "; ".join(failed))
                 rows[f.path] = _row(f, "rejected", agent=agent, error=error, spec_version=spec_version)
                 continue
+            rows[f.path] = _row(f, "accepted", agent=agent, rows=table.num_rows, spec_version=spec_version)
+            if is_small(table):
+                shared.append((agent, (f.path, f.version, spec_version), table))
+                continue
             meta = {"source_path": f.path, "source_version": f.version, "spec_version": spec_version, "agent": agent}
             table = table.replace_schema_metadata({b"agielo": json.dumps(meta, sort_keys=True).encode()})
             store.write_bytes(accepted_path(benchmark, agent), parquet_bytes(table), durable=False)
-            rows[f.path] = _row(f, "accepted", agent=agent, rows=table.num_rows, spec_version=spec_version)
+        small.add(shared)
         pending.clear()
         pending_rows = 0
 
@@ -570,5 +587,4 @@ def _validate(
             check()
     check()
     flush()
-    store.flush_to_disk()  # one sync for every accepted file, before the ledger names them
     return checked

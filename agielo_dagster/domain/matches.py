@@ -17,8 +17,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .layout import accepted_path
-from .ledger import Ledger, read_accepted
+from .copies import AcceptedCopies
+from .ledger import Ledger
 from .store import Store
 
 __all__ = ["MATCH_SCHEMA", "build_match_table", "input_manifest", "manifest_of", "test_case_metadata"]
@@ -136,6 +136,13 @@ def build_match_table(store: Store, ledger: Ledger, previous: pa.Table | None = 
     accepted = sorted((r for r in ledger.accepted if (r["agent"] in partial) == provisional), key=lambda r: r["agent"])
     reusable = manifest_of(previous)
     slices = _agent_slices(previous) if reusable else {}
+    copies = AcceptedCopies.read(store, ledger.benchmark)
+    to_read = [
+        r
+        for r in accepted
+        if not (reusable.get(r["agent"]) == (r["path"], r["version"], r["spec_version"]) and r["agent"] in slices)
+    ]
+    reads = copies.read_many(to_read, columns=["test_case_id", "metric", "score"])
     pieces: list[pa.Table] = []
     fresh: list[tuple[dict, pa.Table]] = []  # agents read since the last reused run
     kept: list[int] = []  # [offset, length] of the current run of reused rows, contiguous in ``previous``
@@ -161,7 +168,7 @@ def build_match_table(store: Store, ledger: Ledger, previous: pa.Table | None = 
             kept[1] += length
             continue
         flush_kept()
-        fresh.append((r, read_accepted(store, ledger.benchmark, agent, columns=["test_case_id", "metric", "score"])))
+        fresh.append((r, next(reads)))
         if len(fresh) >= PIECE_AGENTS:
             flush_fresh()
     flush_fresh()
@@ -206,12 +213,12 @@ def test_case_metadata(
     """
     wanted = pa.array(test_case_ids, pa.string())
     values: dict[str, dict[str, set]] = {}
+    copies = AcceptedCopies.read(store, ledger.benchmark)
     for r in sorted(ledger.accepted, key=lambda r: r["agent"])[:max_uploads]:
-        path = accepted_path(ledger.benchmark, r["agent"])
-        names = [n for n in store.read_schema(path).names if n.startswith("meta.")][:max_columns]
+        names = [n for n in copies.schema(r).names if n.startswith("meta.")][:max_columns]
         if not names:
             continue
-        table = store.read_table(path, columns=["test_case_id", *names])
+        table = copies.read_one(r, columns=["test_case_id", *names])
         table = table.filter(pc.is_in(table.column("test_case_id"), value_set=wanted))
         for row in table.to_pylist():
             for name in names:

@@ -23,6 +23,7 @@ import hashlib
 from dataclasses import dataclass
 
 from .contract import IngestError, check_name
+from .copies import AcceptedCopies
 from .judgments import judgment_problems
 from .layout import (
     DERIVED_ROOT,
@@ -191,8 +192,8 @@ def _ingest_reason(store: Store, benchmark: str, ledger: Ledger | None, raw_pres
         return f"{changed[0][0]} is new, changed or gone"
     if any(r["ingest_version"] != INGEST_VERSION for r in ledger.rows):
         return "the ingest code changed"
-    present = set(store.list_dir(accepted_folder(benchmark)))
-    if any(f"{r['agent']}.parquet" not in present for r in ledger.accepted):
+    copies = AcceptedCopies.read(store, benchmark)  # the listing alone: the next ingest checks each copy's source
+    if not all(copies.listed(r) for r in ledger.accepted):
         return "an accepted upload's normalized copy is missing"
     if ledger.tag_file and not store.exists(tags_path(benchmark)):
         return "the validated tag file is missing"

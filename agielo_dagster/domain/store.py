@@ -441,6 +441,13 @@ class Store:
         with self.filesystem().open(self.full_path(path), "rb") as f:
             return pq.read_schema(f)  # footer only: no reader threads behind the Python file object
 
+    @_guarded
+    def key_values(self, path: str) -> dict[bytes, bytes]:
+        """A parquet file's key-value metadata as written, from its footer (no arrow schema is built from it)."""
+        import pyarrow.parquet as pq
+
+        return pq.read_metadata(self.parquet_source(path)).metadata or {}
+
     def parquet_metadata(self, path: str) -> dict[str, str] | None:
         """A parquet file's key-value metadata, read from its footer only; None if it is missing or unreadable."""
         try:

@@ -41,6 +41,22 @@ def write_log(root: Path, benchmark: str, agent: str, frame: pd.DataFrame) -> Pa
     return path
 
 
+def accepted_copy(root: Path, benchmark: str, agent: str) -> pd.DataFrame | None:
+    """The accepted copy of an agent's upload (None when the ledger accepts none), as the match table reads it."""
+    from agielo_dagster.domain.copies import AcceptedCopies
+    from agielo_dagster.domain.ledger import read_ledger
+    from agielo_dagster.domain.store import Store
+
+    store = Store(str(root))
+    ledger = read_ledger(store, benchmark)
+    row = next((r for r in ledger.accepted if r["agent"] == agent), None) if ledger else None
+    copies = AcceptedCopies.read(store, benchmark)
+    if row is None:
+        assert copies.member(agent) is None and f"{agent}.parquet" not in copies.files, f"{agent} has a stale copy"
+        return None
+    return copies.read_one(row).to_pandas()
+
+
 def failures(result: dg.ExecuteInProcessResult) -> list[str]:
     """Each failed step of a run, ``job step: message`` with the error under Dagster's wrapper."""
     out = []

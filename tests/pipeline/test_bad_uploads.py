@@ -12,7 +12,7 @@ from agielo_dagster.resources.storage import ObjectStorage
 
 from agielo_dagster.cli import print_summary
 
-from .conftest import BENCHMARK_OUTPUTS, Daemon, write_benchmark
+from .conftest import BENCHMARK_OUTPUTS, Daemon, accepted_copy, write_benchmark
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "bad"
 UNSAFE = {"a..b.csv": "safe_name", "back\\slash.csv": "safe_name", "bell\x07.csv": "safe_name", "x" * 200 + ".csv": "safe_name"}
@@ -37,6 +37,11 @@ def digest_tree(folder: Path) -> dict[str, str]:
     }
 
 
+def ledger_agents(root, benchmark: str) -> list[str]:
+    table = pd.read_parquet(root / f"warehouse/upload_ledger/{benchmark}.parquet")
+    return sorted(table.loc[table["status"] == "accepted", "agent"])
+
+
 @pytest.fixture(scope="module")
 def corpus_run(tmp_path_factory):
     base = tmp_path_factory.mktemp("bad_corpus")
@@ -49,7 +54,7 @@ def corpus_run(tmp_path_factory):
         daemon.settle()
         before = {
             "bystander": {a: (root / f"warehouse/{a}/bystander.parquet").read_bytes() for a in BENCHMARK_OUTPUTS},
-            "accepted": {p.name: p.read_bytes() for p in (root / "warehouse/accepted/corpus").iterdir()},
+            "accepted": {a: accepted_copy(root, "corpus", a) for a in ledger_agents(root, "corpus")},
         }
         shutil.copytree(CORPUS / "uploads", root / "raw/corpus", dirs_exist_ok=True)
         for folder in (CORPUS / "benchmarks").iterdir():
@@ -81,7 +86,7 @@ def test_each_bad_upload_has_its_documented_outcome(corpus_run, entry, rule):
     path = raw_path(entry)
     benchmark, agent = path.split("/")[1], path.split("/")[2].rsplit(".", 1)[0]
     if rule == "accepted":
-        assert (root / f"warehouse/accepted/{benchmark}/{agent}.parquet").exists()
+        assert accepted_copy(root, benchmark, agent) is not None
         assert path not in set(report["file"])
         assert agent in set(pd.read_parquet(root / "warehouse/agent_ratings/corpus.parquet")["agent_id"])
         return
@@ -95,7 +100,7 @@ def test_each_bad_upload_has_its_documented_outcome(corpus_run, entry, rule):
     assert row["message"].startswith(culprit) and f"(rule: {rule})" in row["message"]
     if rule == "one_file_per_agent":
         assert "twin.csv" in row["message"] and "twin.jsonl" in row["message"]
-    assert not (root / f"warehouse/accepted/{benchmark}/{agent}.parquet").exists()
+    assert accepted_copy(root, benchmark, agent) is None
 
 
 def test_row_level_rejections_name_the_row(corpus_run):
@@ -125,8 +130,8 @@ def test_unsafe_names_are_refused_before_any_path_is_built(corpus_run):
 def test_other_benchmarks_and_agents_stay_byte_identical(corpus_run):
     root, before = corpus_run["root"], corpus_run["before"]
     assert {a: (root / f"warehouse/{a}/bystander.parquet").read_bytes() for a in BENCHMARK_OUTPUTS} == before["bystander"]
-    for name, data in before["accepted"].items():
-        assert (root / "warehouse/accepted/corpus" / name).read_bytes() == data
+    for agent, copy in before["accepted"].items():
+        pd.testing.assert_frame_equal(accepted_copy(root, "corpus", agent), copy)
 
 
 def test_raw_files_are_never_modified_or_deleted(corpus_run):

@@ -19,6 +19,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from agielo_dagster.domain.copies import bucket_file
+
 from ..devserver import REPO
 from .conftest import BENCHMARK_OUTPUTS
 
@@ -118,13 +120,16 @@ def write_benchmark(root: Path, name: str, seed: int = 0) -> None:
     for a in range(AGENTS):
         p = 1 / (1 + np.exp(difficulty - rng.normal(0, 1)))
         correct = (rng.random(TEST_CASES) < p).astype(np.int64)
-        pd.DataFrame({"test_case_id": ids, "correct": correct}).to_parquet(folder / f"model_{a:02d}.parquet", index=False)
+        frame = pd.DataFrame({"test_case_id": ids, "correct": correct})
+        if a == 0:  # a metadata column: its copy is a file of its own, the others share files (copies.is_small)
+            frame["split"] = "dev"
+        frame.to_parquet(folder / f"model_{a:02d}.parquet", index=False)
 
 
 POINTS = {
     # name: (moment, the write it is measured against); each stage of a benchmark's run once
     "ingest": ("after", "warehouse/accepted/big/model_00.parquet"),  # one upload accepted, no ledger yet
-    "ingest_mid_write": ("during", "warehouse/accepted/big/model_01.parquet"),
+    "ingest_mid_write": ("during", f"warehouse/accepted/big/{bucket_file('model_01')}"),  # a shared copy, half written
     "match_table": ("after", "warehouse/upload_ledger/big.parquet"),
     "ratings": ("after", "warehouse/match_tables/big.parquet"),
     "gaps_and_figures": ("after", "warehouse/agent_ratings/big.parquet"),

@@ -8,7 +8,7 @@ import pytest
 
 from agielo_dagster.sensors import benchmarks_sensor
 
-from .conftest import write_benchmark
+from .conftest import accepted_copy, write_benchmark
 
 
 class _Lines(logging.Handler):
@@ -63,7 +63,7 @@ def test_a_rejected_re_upload_withdraws_the_agents_last_accepted_version(daemon,
     daemon.settle()
     ratings = pd.read_parquet(root / "warehouse/agent_ratings/quiz.parquet")
     assert agent not in set(ratings["agent_id"])  # not rated on the version it replaced
-    assert not (root / f"warehouse/accepted/quiz/{agent}.parquet").exists()
+    assert accepted_copy(root, "quiz", agent) is None
     ledger = pd.read_parquet(root / "warehouse/upload_ledger/quiz.parquet").set_index("path")
     assert ledger.loc[f"raw/quiz/{agent}.csv", "status"] == "rejected"
     assert ledger.loc[f"raw/quiz/{agent}.csv", "rule"] == "metric_numeric"

@@ -10,7 +10,7 @@ import pytest
 from agielo_dagster.domain.lineage import RATING_VERSION
 from agielo_dagster.schedules import nightly_rerate
 
-from .conftest import BENCHMARK_OUTPUTS, write_benchmark, write_log
+from .conftest import BENCHMARK_OUTPUTS, accepted_copy, write_benchmark, write_log
 
 pytestmark = [pytest.mark.component("dagster")]
 
@@ -132,7 +132,7 @@ def test_a_rejected_upload_is_shown_as_rejected_and_is_not_rated(daemon, root):
     assert row["status"] == "rejected" and row["rule"] == "metric_in_range" and row["row"] == 6 and row["line"] == 7
     # the outputs are those of the files as they are now: agent_1's current upload is not rateable
     assert set(read(root, "agent_ratings", "quiz")["agent_id"]) == {"agent_0", "agent_2"}
-    assert not (root / "warehouse/accepted/quiz/agent_1.parquet").exists()
+    assert accepted_copy(root, "quiz", "agent_1") is None
     assert (root / "raw/quiz/agent_1.csv").read_bytes() == raw_before  # raw files are never touched
     daemon.settle()
     report = read(root, "quarantine_report", "_all")
@@ -260,7 +260,7 @@ def test_parquet_and_jsonl_uploads(daemon, root, fmt):
     table = read(root, "match_tables", "quiz")
     assert set(table["source_path"]) == {"raw/quiz/agent_0.csv", f"raw/quiz/agent_1.{fmt}"}
     assert len(table) == len(matches)
-    stored = pd.read_parquet(root / "warehouse/accepted/quiz/agent_1.parquet")
+    stored = accepted_copy(root, "quiz", "agent_1")
     assert (stored["meta.note"] == "extra column kept as metadata").all()
 
 
