@@ -174,7 +174,8 @@ def validate_uploads(uploads: list[pa.Table], spec: BenchmarkSpec) -> list[list[
     """
     if len(uploads) > 1:
         columns = ["test_case_id", "metric", "score"]
-        together = pa.concat_tables([_suite_columns(t.select(columns)) for t in uploads])
+        # one chunk a column: pandas' arrow-backed columns hash and measure chunk by chunk (5,000 uploads: half the cost)
+        together = pa.concat_tables([_suite_columns(t.select(columns)) for t in uploads]).combine_chunks()
         upload = np.repeat(np.arange(len(uploads)), [t.num_rows for t in uploads])
         combined = _run_suite_in_parts(together, upload, spec)
         del together

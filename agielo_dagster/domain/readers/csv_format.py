@@ -6,6 +6,7 @@ import csv
 import io
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -94,7 +95,29 @@ def _line_breaks(text: pa.ChunkedArray | pa.Array) -> pa.Array:
     return pc.subtract(pc.add(lf, cr), crlf)
 
 
-def _read_csv(data: bytes, file: str, check_header: Callable[[Sequence[str]], None]) -> _Frame:
+@dataclass(frozen=True)
+class _SmallCsv:
+    """A small csv file's text, split in Python (:func:`_split_small`) and not yet made arrays: files of the same
+    header are made arrays together (a ``pa.array`` costs about 25 µs however few its values)."""
+
+    names: list[str]
+    values: list[list[str]]  # a list of texts a column
+    header_lines: int
+
+    @property
+    def rows(self) -> int:
+        return len(self.values[0])
+
+    def frame(self) -> _Frame:
+        columns = {n: pa.chunked_array([pa.array(v, pa.string())]) for n, v in zip(self.names, self.values, strict=True)}
+        header_lines = self.header_lines
+        return _Frame(list(self.names), columns, self.rows, lambda r: header_lines + r + 1, is_blank=_blank(columns))
+
+
+def _read_csv(
+    data: bytes, file: str, check_header: Callable[[Sequence[str]], None], *, small_as_text: bool = False
+) -> _Frame | _SmallCsv:
+    """A csv file as text columns; with ``small_as_text``, a small body without quotes is returned as its text."""
     start = 3 if data.startswith(_BOM) else 0
     if _CONTENT.search(data, start) is None:
         raise IngestError(file, "log_not_empty", "file has no header and no rows")
@@ -122,8 +145,8 @@ def _read_csv(data: bytes, file: str, check_header: Callable[[Sequence[str]], No
         return _Frame(list(names), empty, 0, lambda r: None)
     quotes = data.find(b'"', body_start, end) >= 0
     if not quotes and len(body) <= _SMALL_BODY_BYTES and (small := _split_small(body, len(names))) is not None:
-        columns = {n: pa.chunked_array([values]) for n, values in zip(names, small, strict=True)}
-        return _Frame(list(names), dict(columns), len(small[0]), lambda r: header_lines + r + 1, is_blank=_blank(columns))
+        text = _SmallCsv(list(names), small, header_lines)
+        return text if small_as_text else text.frame()
     synthetic = [f"c{i}" for i in range(len(names))]
     bad_row: list[tuple[int, int, str]] = []
 
@@ -208,7 +231,7 @@ def _blank(columns: dict[str, pa.ChunkedArray]) -> Callable[[int], bool]:
     return lambda row0: len(columns) > 1 and all(column[row0].as_py() == "" for column in columns.values())
 
 
-def _split_small(body: memoryview, fields: int) -> list[pa.Array] | None:
+def _split_small(body: memoryview, fields: int) -> list[list[str]] | None:
     """A small body without quotes as text columns, as pyarrow's reader reads it; None where a row is not ``fields`` wide.
 
     pyarrow's reader costs about 0.2 ms a file whatever its size; a tall benchmark's uploads are a few rows
@@ -218,7 +241,7 @@ def _split_small(body: memoryview, fields: int) -> list[pa.Array] | None:
     rows = [line.split(",") for line in _LINE_BREAK.split(str(body, "utf-8"))]
     if any(len(row) != fields for row in rows):
         return None
-    return [pa.array(list(column), pa.string()) for column in zip(*rows, strict=True)]  # (a tuple converts 4x slower)
+    return [list(column) for column in zip(*rows, strict=True)]  # (a tuple converts to an array 4x slower)
 
 
 def _csv_metric(text: pa.ChunkedArray, name: str) -> tuple[pa.ChunkedArray, _Problem | None]:

@@ -16,7 +16,7 @@ from ..contract import (
     Problems,
 )
 from .common import _PADDED_RE, ID_COLUMN, _check_bytes, _chunked, _first, _Frame, _guarded, _mask, _names, _prelude, _q
-from .csv_format import _csv_metric, _read_csv
+from .csv_format import _csv_metric, _read_csv, _SmallCsv
 from .jsonl_format import _read_jsonl
 from .parquet_format import _read_parquet
 
@@ -52,51 +52,61 @@ def _read_uploads(items: Sequence[tuple[bytes, str]], spec: BenchmarkSpec, max_b
     """:func:`_read_upload` of each ``(data, file)``, as its table or its error; csv files of the same columns and up to
     :data:`TOGETHER_BYTES` checked together (see :func:`~agielo_dagster.domain.readers.read_uploads`)."""
     out: list[pa.Table | IngestError | None] = [None] * len(items)
-    together: dict[tuple[str, ...], list[tuple[int, _Frame]]] = {}
+    together: dict[tuple, list[tuple[int, _Frame | _SmallCsv]]] = {}
     for i, (data, file) in enumerate(items):
         _check_bytes(data)
         data = bytes(data)
 
-        def first_pass(data=data, file=file) -> pa.Table | _Frame:
+        def first_pass(data=data, file=file) -> pa.Table | _Frame | _SmallCsv:
             if _prelude(data, file, max_bytes) != "csv" or len(data) > TOGETHER_BYTES:
                 return _read_upload(data, file, spec, max_bytes)
-            return _read_csv(data, file, _header_check(file, spec))
+            return _read_csv(data, file, _header_check(file, spec), small_as_text=True)
 
         try:
             read = _guarded(file, first_pass)
         except IngestError as err:
             out[i] = err
             continue
-        if isinstance(read, _Frame):
-            together.setdefault(tuple(read.names), []).append((i, read))
+        if isinstance(read, _Frame | _SmallCsv):
+            together.setdefault((type(read), *read.names), []).append((i, read))
         else:
             out[i] = read
     for members in together.values():
-        tables = _checked_together([frame for _, frame in members], spec) if len(members) > 1 else None
-        for k, (i, frame) in enumerate(members):
+        tables = _checked_together([read for _, read in members], spec) if len(members) > 1 else None
+        for k, (i, read) in enumerate(members):
             file = items[i][1]
+            if tables is not None:
+                out[i] = tables[k]
+                continue
             try:
-                out[i] = tables[k] if tables is not None else _guarded(file, lambda: _checked_csv(frame, file, spec))  # noqa: B023
+                frame = read.frame() if isinstance(read, _SmallCsv) else read
+                out[i] = _guarded(file, lambda: _checked_csv(frame, file, spec))  # noqa: B023
             except IngestError as err:
                 out[i] = err
     return out
 
 
-def _checked_together(frames: list[_Frame], spec: BenchmarkSpec) -> list[pa.Table] | None:
+def _checked_together(reads: list[_Frame] | list[_SmallCsv], spec: BenchmarkSpec) -> list[pa.Table] | None:
     """The contract over several csv files of the same columns as one pass, each file's table a slice of its result;
     None when any file breaks a rule (each is then checked alone, so that its error names its own file and rows).
 
     Every check is per value but the ids' uniqueness, checked here within each file, and the scoring is per value
     too: each slice is the table the file alone gives.
     """
-    if any(frame.rows == 0 for frame in frames):
+    if any(read.rows == 0 for read in reads):
         return None
-    names = frames[0].names
-    lengths = np.fromiter((frame.rows for frame in frames), dtype=np.int64, count=len(frames))
-    uploads = np.repeat(np.arange(len(frames)), lengths)
+    names = reads[0].names
+    lengths = np.fromiter((read.rows for read in reads), dtype=np.int64, count=len(reads))
+    uploads = np.repeat(np.arange(len(reads)), lengths)
     try:
         # one array a column: compute over a thousand chunks of a few rows would cost per chunk
-        columns = {n: pa.chunked_array([pa.concat_arrays([c for f in frames for c in f.columns[n].chunks])]) for n in names}
+        if isinstance(reads[0], _SmallCsv):
+            columns = {
+                n: pa.chunked_array([pa.array([v for read in reads for v in read.values[j]], pa.string())])
+                for j, n in enumerate(names)
+            }
+        else:
+            columns = {n: pa.chunked_array([pa.concat_arrays([c for r in reads for c in r.columns[n].chunks])]) for n in names}
         metric, problem = _csv_metric(columns[spec.metric], spec.metric)
         if problem:
             return None
@@ -105,7 +115,7 @@ def _checked_together(frames: list[_Frame], spec: BenchmarkSpec) -> list[pa.Tabl
     except Exception:  # noqa: BLE001 - whatever it is, each file alone names it
         return None
     offsets = np.concatenate([[0], np.cumsum(lengths)])
-    return [table.slice(int(offsets[k]), int(lengths[k])) for k in range(len(frames))]
+    return [table.slice(int(offsets[k]), int(lengths[k])) for k in range(len(reads))]
 
 
 def _header_check(file: str, spec: BenchmarkSpec):
