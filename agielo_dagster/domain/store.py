@@ -91,6 +91,25 @@ def _guarded(method):
     return wrapper
 
 
+def _read_local(full: str, limit: int | None) -> bytes:
+    """A local file's bytes, at most ``limit + 1`` of them; read by its size, not by the limit: a read buffer of the
+    limit (256 MB, allocated and freed) costs 60 µs a file, five times the rest of a small file's read."""
+    fd = os.open(full, os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        want = None if limit is None else limit + 1
+        step, got, parts = os.fstat(fd).st_size + 1, 0, []  # one byte more: a file that grew since is read on
+        while want is None or got < want:
+            chunk = os.read(fd, step if want is None else min(step, want - got))
+            if not chunk:
+                break
+            parts.append(chunk)
+            got += len(chunk)
+            step = 1 << 20
+        return parts[0] if len(parts) == 1 else b"".join(parts)
+    finally:
+        os.close(fd)
+
+
 @dataclass(frozen=True)
 class StoredFile:
     """A listed file: where it is (relative to the root), its size and its fingerprint.
@@ -353,8 +372,9 @@ class Store:
     @_guarded
     def read_bytes(self, path: str, *, limit: int | None = None) -> bytes:
         """The file's bytes; with ``limit``, at most ``limit + 1`` of them (enough to tell it is too big)."""
-        # locally the builtin open: fsspec's file object costs 50 µs a file (a tall benchmark reads 200,000 uploads)
-        with open(self.full_path(path), "rb") if self.is_local else self.filesystem().open(self.full_path(path), "rb") as f:
+        if self.is_local:  # fsspec's file object costs 50 µs a file (a tall benchmark reads 200,000 uploads)
+            return _read_local(self.full_path(path), limit)
+        with self.filesystem().open(self.full_path(path), "rb") as f:
             return f.read() if limit is None else f.read(limit + 1)
 
     @_guarded

@@ -5,6 +5,7 @@ import io
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 from agielo_dagster.domain import parquet_io
 from agielo_dagster.domain import store as store_module
@@ -80,3 +81,17 @@ def test_a_dictionary_wider_than_a_row_group_is_written_per_row_group(tmp_path, 
     for g in range(groups):
         piece = pq.ParquetFile(path, read_dictionary=["test_case_id"]).read_row_group(g)
         assert len(piece.column("test_case_id").chunk(0).dictionary) == 100
+
+
+def test_a_local_read_gives_the_whole_file_or_one_byte_past_the_limit(tmp_path):
+    store = Store(str(tmp_path))
+    sizes = {"empty": 0, "small": 30, "at_limit": 3 << 20, "over_limit": (3 << 20) + 5}
+    for name, size in sizes.items():
+        (tmp_path / name).write_bytes(np.random.default_rng(size).bytes(size))
+    for name in sizes:
+        data = (tmp_path / name).read_bytes()
+        assert store.read_bytes(name) == data
+        assert store.read_bytes(name, limit=3 << 20) == data[: (3 << 20) + 1]
+        assert store.read_versioned(name, limit=3 << 20)[0] == data[: (3 << 20) + 1]
+    with pytest.raises(FileNotFoundError):
+        store.read_bytes("missing")
