@@ -537,3 +537,23 @@ def test_test_cases_equal_up_to_rounding_are_one_histogram_bar():
     )
     data = explorer_data("quiz", pd.DataFrame({"agent_id": ["a"], "mu": [1700.0]}), test_cases)
     assert sum(data["testCases"]["histogram"]["counts"]) == 30
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        pd.Series([1.234567891, -0.000049, np.nan, np.inf, -np.inf, 1e300, 0.5]),
+        pd.Series(np.array([3, -7, 0], dtype=np.int64)),
+        pd.Series(np.array([3, 7], dtype=np.uint16)),
+        pd.Series([True, False]),
+        pd.Series(["a", None, 2.5, [1, None, "b"]], dtype=object),
+        pd.Series([1, None, 3], dtype="Int64"),
+        pd.Series([0.5, None], dtype="Float64"),
+    ],
+)
+def test_a_column_converts_as_its_values_do_one_by_one(values):
+    from agielo_dagster.domain.explorer import _clean, _column
+
+    expected = [_clean(v) for v in values.tolist()]
+    assert _column(values) == expected
+    assert json.dumps(_column(values), allow_nan=False) == json.dumps(expected, allow_nan=False)
