@@ -178,7 +178,7 @@ def read_ledger(store: Store, benchmark: str) -> Ledger | None:
 
 def _rows_of(table: pa.Table) -> tuple[dict, ...]:
     """A stored ledger's rows as dicts; a column of few distinct values (status, rule, the spec and ingest versions)
-    gives one Python object a value, not one a row: a tall benchmark's 200,000 rows took 330 MB, and half the time."""
+    gives one Python object a value, not one a row (a tall benchmark's 200,000 rows: 330 MB → 275 MB; about as fast)."""
     columns = []
     for column in table.columns:
         if pa.types.is_string(column.type) and table.num_rows > 1:
