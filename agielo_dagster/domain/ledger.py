@@ -278,7 +278,7 @@ def cached_versions(store: Store, cache: str, files: list[StoredFile]) -> list[S
             out.append(f)
             continue
         version = known.get((f.path, f.fingerprint)) or (f"size:{f.fingerprint}" if f.size > store.max_upload_bytes else "")
-        out.append(StoredFile(f.path, f.size, f.fingerprint, version, f.symlink))
+        out.append(StoredFile(f.path, f.size, f.fingerprint, version, f.symlink) if version else f)
     return out
 
 
@@ -287,19 +287,26 @@ def _known(store: Store, f: StoredFile) -> StoredFile:
     return f if f.version else StoredFile(f.path, f.size, f.fingerprint, store.hash_file(f.path), f.symlink)
 
 
-def write_fingerprints(store: Store, cache: str, files: list[StoredFile], listed_at_ns: int) -> None:
-    """Remember each listed file's version by its fingerprint (local storage; S3 lists versions itself)."""
+def write_fingerprints(
+    store: Store, cache: str, files: list[StoredFile], listed_at_ns: int, learned: dict[str, str] | None = None
+) -> None:
+    """Remember each listed file's version by its fingerprint (local storage; S3 lists versions itself); a file
+    listed without one takes the version ``learned`` while reading it."""
     if not store.is_local:
         return
     # as git does with its index: a file changed just before it was listed may change again within the
     # clock's granularity without its fingerprint moving, so it is not cached (it is hashed next time)
     settled = listed_at_ns - int(RACY_SECONDS * 1e9)
-    rows = [
-        {"path": f.path, "fingerprint": f.fingerprint, "version": f.version}
-        for f in files
-        if f.version and not f.symlink and int(f.fingerprint.split(":")[2]) < settled
-    ]
-    store.write_bytes(fingerprint_path(cache), parquet_bytes(pa.Table.from_pylist(rows, schema=_FINGERPRINTS)))
+    learned = learned or {}
+    paths, fingerprints, versions = [], [], []
+    for f in files:
+        version = f.version or learned.get(f.path, "")
+        if version and not f.symlink and int(f.fingerprint.split(":")[2]) < settled:
+            paths.append(f.path)
+            fingerprints.append(f.fingerprint)
+            versions.append(version)
+    table = pa.table([paths, fingerprints, versions], schema=_FINGERPRINTS)
+    store.write_bytes(fingerprint_path(cache), parquet_bytes(table))
 
 
 def input_files(store: Store, benchmark: str) -> list[StoredFile]:
@@ -451,8 +458,7 @@ def refresh_ledger(
     write_copies(store, benchmark, copies, accepted, small)
     del small
     store.flush_to_disk()  # one sync for every accepted copy, before the ledger names them
-    listing = [StoredFile(f.path, f.size, f.fingerprint, f.version or learned.get(f.path, ""), f.symlink) for f in listing]
-    write_fingerprints(store, benchmark, listing, listed_at_ns)
+    write_fingerprints(store, benchmark, listing, listed_at_ns, learned)
 
     scoring = json.dumps(spec.scoring.to_config(), sort_keys=True) if spec else ""
     ledger = Ledger(
