@@ -42,7 +42,7 @@ from .domain.status import benchmark_state, present_benchmarks
 from .domain.store import StorageError, Store, default_root
 from .inprocess import execute_in_process_without_outputs
 from .outputs import benchmark_outputs
-from .planning import plan_runs, run_selection, state_key
+from .planning import after_runs, plan_runs, run_selection, state_key
 from .rating.standing import top_tier
 from .resources.storage import ObjectStorage
 from .runs import BENCHMARK_TAG, STATE_TAG, TRIGGER_TAG, fail_orphaned_runs, process_tags
@@ -173,7 +173,7 @@ def run_pipeline(
             if not result.success:
                 summary.failed_runs.append(f"judgments {name}: {_first_error(result)}")
     # what the runs changed: vanished benchmarks, rejections
-    after = plan_runs(store, instance, outputs) if to_run or judgment_sets else plan
+    after = after_runs(store, instance, outputs) if to_run or judgment_sets else plan
     for benchmark in after.vanished:
         instance.delete_dynamic_partition(benchmark_partitions.name, benchmark)
     if after.quarantine_stale:

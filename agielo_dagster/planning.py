@@ -21,6 +21,7 @@ from .domain.status import (
     RawTopLevel,
     benchmark_state,
     known_benchmarks,
+    present_benchmarks,
     quarantine_digest,
     scan_raw,
 )
@@ -61,7 +62,7 @@ def plan_runs(store: Store, instance: dg.DagsterInstance, outputs: BenchmarkOutp
     partitions = set(instance.get_dynamic_partitions(benchmark_partitions.name))
     states = {b: benchmark_state(store, b, outputs, RATING_VERSION, raw) for b in known_benchmarks(store, raw)}
     plan = Plan(raw, states, incoming=incoming)
-    plan.vanished = sorted(p for p in partitions if p not in states or states[p].vanished)
+    plan.vanished = _vanished(partitions, states.keys(), states)
     for benchmark, state in states.items():
         if state.raw_present and benchmark not in partitions:
             plan.new_partitions.append(benchmark)
@@ -76,7 +77,31 @@ def plan_runs(store: Store, instance: dg.DagsterInstance, outputs: BenchmarkOutp
             r.dagster_run.status == dg.DagsterRunStatus.FAILURE and r.dagster_run.tags.get(STATE_TAG) == key for r in records
         )
         (plan.given_up if failures >= MAX_ATTEMPTS else plan.to_rate).append(benchmark)
-    plan.quarantine_digest = quarantine_digest(store, raw)
-    recorded = (store.parquet_metadata(warehouse_path("quarantine_report", None)) or {}).get(DIGEST_KEY)
-    plan.quarantine_stale = recorded != plan.quarantine_digest
+    plan.quarantine_digest, plan.quarantine_stale = _quarantine(store, raw)
     return plan
+
+
+def after_runs(store: Store, instance: dg.DagsterInstance, outputs: BenchmarkOutputs) -> Plan:
+    """What is left once the runs are done: the partitions of benchmarks with nothing left, and whether the quarantine
+    report is stale. A benchmark with inputs cannot have vanished, so only the others are asked: a tall benchmark's
+    listing and ledger (200,000 files: 5 s) are not read again to learn that."""
+    raw = scan_raw(store)
+    partitions = set(instance.get_dynamic_partitions(benchmark_partitions.name))
+    known, present = set(known_benchmarks(store, raw)), present_benchmarks(store, raw)
+    states = {b: benchmark_state(store, b, outputs, RATING_VERSION, raw) for b in sorted(partitions & known) if b not in present}
+    plan = Plan(raw, states)
+    plan.vanished = _vanished(partitions, known, states)
+    plan.quarantine_digest, plan.quarantine_stale = _quarantine(store, raw)
+    return plan
+
+
+def _vanished(partitions, known, states: dict[str, BenchmarkState]) -> list[str]:
+    """Partitions of benchmarks unknown (no inputs, no ledger) or with nothing left."""
+    return sorted(p for p in partitions if p not in known or (p in states and states[p].vanished))
+
+
+def _quarantine(store: Store, raw: RawTopLevel) -> tuple[str, bool]:
+    """The quarantine report's inputs digest now, and whether the report records another."""
+    digest = quarantine_digest(store, raw)
+    recorded = (store.parquet_metadata(warehouse_path("quarantine_report", None)) or {}).get(DIGEST_KEY)
+    return digest, recorded != digest
