@@ -15,14 +15,13 @@ from agielo_dagster.resources.warehouse import free_previous_steps, read_stored
 
 from agielo_dagster.domain.copies import AcceptedCopies
 from agielo_dagster.domain.layout import warehouse_path
-from agielo_dagster.domain.ledger import read_ledger, read_tag_file
+from agielo_dagster.domain.ledger import first_accepted, read_summary, read_tag_file
 from agielo_dagster.domain.lineage import RATING_VERSION
 from agielo_dagster.rating.schema import MATCH_COLUMNS
 
 from .common import benchmark_output, frame_table, retried_on_storage_errors, stored_digest
 from .partitions import benchmark_partitions
 
-METADATA_UPLOADS = 50
 ABILITIES_TAG = "abilities"
 SLICE_COLUMNS = ["tag", "value", "agent_id", "mu", "mu_lo", "mu_hi", "delta", "test_cases"]
 
@@ -32,10 +31,10 @@ def benchmark_tags(storage: ObjectStorage, benchmark: str) -> pa.Table | None:
     from agielo_dagster.domain.tags import merge_tags, tags_from_metadata
 
     store = storage.store
-    ledger = read_ledger(store, benchmark)
     metadata = []
-    copies = AcceptedCopies.read(store, benchmark) if ledger else None
-    for row in sorted(ledger.accepted, key=lambda r: r["agent"])[:METADATA_UPLOADS] if ledger else []:
+    uploads = first_accepted(store, benchmark)
+    copies = AcceptedCopies.read(store, benchmark) if uploads else None
+    for row in uploads:
         names = [n for n in copies.schema(row).names if n.startswith("meta.")]
         if names:
             metadata.append(copies.read_one(row, columns=["test_case_id", *names]))
@@ -102,10 +101,9 @@ def capabilities(context: dg.AssetExecutionContext, storage: ObjectStorage):
     store = storage.store
     with retried_on_storage_errors(context):
         tags = benchmark_tags(storage, benchmark)
-        ledger = read_ledger(store, benchmark)
+        summary = read_summary(store, benchmark)
         digest = stored_digest(store, warehouse_path("test_case_ratings", benchmark))
-    tag_file = ledger.tag_file if ledger else None
-    del ledger  # a row per upload: not kept through the slices and the masses
+    tag_file = summary.tag_file if summary else None
     common = {"inputs_digest": digest, "code_version": RATING_VERSION}
     if tags is None:
         tags = pa.table({"test_case_id": pa.array([], pa.string())})

@@ -6,7 +6,7 @@ from agielo_dagster.resources.storage import ObjectStorage
 
 from agielo_dagster.domain.incoming import incoming_problems
 from agielo_dagster.domain.judgments import judgment_problems
-from agielo_dagster.domain.ledger import read_ledger
+from agielo_dagster.domain.ledger import read_summary
 from agielo_dagster.domain.status import known_benchmarks, quarantine_digest, scan_raw
 from agielo_dagster.domain.store import Store
 
@@ -38,8 +38,8 @@ def read_quarantine(store: Store) -> pd.DataFrame:
             }
         )
     for benchmark in known_benchmarks(store, raw):
-        ledger = read_ledger(store, benchmark)
-        for r in ledger.problems if ledger else []:
+        summary = read_summary(store, benchmark)
+        for r in summary.problems if summary else []:
             rows.append(
                 {
                     "benchmark": benchmark,

@@ -14,7 +14,7 @@ import pyarrow as pa
 from agielo_dagster.resources.storage import ObjectStorage
 
 from agielo_dagster.domain.layout import explorer_path, figure_path, report_path, warehouse_path
-from agielo_dagster.domain.ledger import read_ledger
+from agielo_dagster.domain.ledger import first_accepted, read_summary
 from agielo_dagster.domain.lineage import PRESENTATION_VERSION, RATING_VERSION
 from agielo_dagster.domain.matches import test_case_metadata
 from agielo_dagster.domain.standing import fragility_of
@@ -88,13 +88,15 @@ def benchmark_reports(
     if "component" in test_cases and (test_cases["component"] != 0).any():  # no copy of a benchmark all on one scale
         main_cases = test_cases[test_cases["component"] == 0]
     with retried_on_storage_errors(context):
-        ledger = read_ledger(store, benchmark)
-        description = ledger.description if ledger else ""
+        summary = read_summary(store, benchmark)
+        description = summary.description if summary else ""
         hardest = main_cases.nlargest(HARDEST_SHOWN, "mu")[["test_case_id", "mu", "sigma", "mean_metric"]]
         hardest = hardest.rename(columns={"mu": "rating"}).astype({"test_case_id": str})
-        if ledger is not None:
-            hardest = hardest.merge(test_case_metadata(store, ledger, list(hardest["test_case_id"])), on="test_case_id")
-        del ledger  # a row per upload (200,000 of them: 230 MB as Python): not kept through the figures and the explorer
+        if summary is not None:
+            uploads = first_accepted(store, benchmark)
+            hardest = hardest.merge(
+                test_case_metadata(store, benchmark, uploads, list(hardest["test_case_id"])), on="test_case_id"
+            )
         drawn = {
             "rating_distribution": figs.rating_distribution(
                 main_cases, on_scale, title=f"{benchmark}: difficulty and competency"

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from .contract import DEFAULT_FULL_COVERAGE, MAX_REPORT_CHARS, MAX_SPEC_BYTES, BenchmarkSpec, IngestError, parse_benchmark_spec
 from .copies import AcceptedCopies, SmallUploads, is_small, write_copies
@@ -47,7 +48,19 @@ from .lineage import INGEST_VERSION, inputs_digest
 from .parquet_io import parquet_bytes
 from .store import StorageError, Store, StoredFile
 
-__all__ = ["LEDGER_SCHEMA", "Ledger", "LedgerUpdate", "read_accepted", "read_ledger", "read_scoring", "refresh_ledger"]
+__all__ = [
+    "LEDGER_SCHEMA",
+    "METADATA_UPLOADS",
+    "Ledger",
+    "LedgerSummary",
+    "LedgerUpdate",
+    "first_accepted",
+    "read_accepted",
+    "read_ledger",
+    "read_scoring",
+    "read_summary",
+    "refresh_ledger",
+]
 
 MESSAGE_CHARS = MAX_REPORT_CHARS  # a rejection may name several rules (contract.Problems)
 RACY_SECONDS = 0.1
@@ -156,16 +169,36 @@ class LedgerUpdate:
         return not self.written
 
 
-def read_ledger(store: Store, benchmark: str) -> Ledger | None:
-    """The stored ledger, or None when there is none (or it cannot be read: the next refresh rebuilds it)."""
+@dataclass(frozen=True)
+class LedgerSummary:
+    """A stored ledger as most of its readers need it (the counts, the problems, the tag file), found in Arrow: a tall
+    benchmark's 200,000 rows are not each made a dict to be counted (1.2 s a read, and six steps read it)."""
+
+    benchmark: str
+    accepted: int  # accepted uploads, as len(Ledger.accepted)
+    problems: tuple[dict, ...]  # as Ledger.problems
+    tag_file: dict | None  # as Ledger.tag_file
+    description: str = ""
+
+
+def _stored(store: Store, benchmark: str) -> tuple[pa.Table, dict] | None:
+    """The stored ledger's table and metadata; None when there is none (or it cannot be read: the next refresh
+    rebuilds it)."""
     try:
         table = store.read_table(ledger_path(benchmark))
     except StorageError:
         raise
     except Exception:  # noqa: BLE001 - missing or truncated: rebuilt from the raw files
         return None
-    if (meta := _metadata(table.schema)) is None:
+    meta = _metadata(table.schema)
+    return None if meta is None else (table, meta)
+
+
+def read_ledger(store: Store, benchmark: str) -> Ledger | None:
+    """The stored ledger, or None when there is none (or it cannot be read: the next refresh rebuilds it)."""
+    if (stored := _stored(store, benchmark)) is None:
         return None
+    table, meta = stored
     return Ledger(
         benchmark,
         meta.get("spec_version", ""),
@@ -174,6 +207,38 @@ def read_ledger(store: Store, benchmark: str) -> Ledger | None:
         meta.get("description", ""),
         float(meta.get("full_coverage", DEFAULT_FULL_COVERAGE)),
     )
+
+
+def read_summary(store: Store, benchmark: str) -> LedgerSummary | None:
+    """:class:`LedgerSummary` of the stored ledger (None as :func:`read_ledger`)."""
+    if (stored := _stored(store, benchmark)) is None:
+        return None
+    table, meta = stored
+    accepted = pc.fill_null(pc.equal(table.column("status"), "accepted"), False)
+    uploads, tags = (pc.and_(accepted, pc.equal(table.column("kind"), kind)) for kind in ("upload", "tags"))
+    tag_files = _rows_of(table.filter(pc.fill_null(tags, False)))
+    return LedgerSummary(
+        benchmark,
+        pc.sum(pc.fill_null(uploads, False)).as_py() or 0,
+        _rows_of(table.filter(pc.invert(accepted))),
+        tag_files[0] if tag_files else None,
+        meta.get("description", ""),
+    )
+
+
+METADATA_UPLOADS = 50
+"""The accepted uploads (the first in agent order) whose ``meta.*`` columns are read for tags and test-case metadata:
+enough to describe the test cases, whatever the number of agents."""
+
+
+def first_accepted(store: Store, benchmark: str, count: int = METADATA_UPLOADS) -> list[dict]:
+    """The first ``count`` accepted uploads' rows in agent order (what tags and metadata are sampled from), sorted and
+    cut in Arrow; [] without a ledger."""
+    if (stored := _stored(store, benchmark)) is None:
+        return []
+    table = stored[0]
+    accepted = pc.and_(pc.equal(table.column("status"), "accepted"), pc.equal(table.column("kind"), "upload"))
+    return list(_rows_of(table.filter(pc.fill_null(accepted, False)).sort_by("agent").slice(0, count)))
 
 
 def _rows_of(table: pa.Table) -> tuple[dict, ...]:

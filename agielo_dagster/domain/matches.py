@@ -202,19 +202,19 @@ def input_manifest(ledger: Ledger) -> pa.Table:
 
 
 def test_case_metadata(
-    store: Store, ledger: Ledger, test_case_ids: list[str], *, max_uploads: int = 50, max_columns: int = 20
+    store: Store, benchmark: str, uploads: list[dict], test_case_ids: list[str], *, max_columns: int = 20
 ) -> pd.DataFrame:
-    """The metadata columns (``meta.*`` of the accepted uploads) of a few test cases.
+    """The metadata columns (``meta.*`` of accepted uploads) of a few test cases.
 
-    Read from at most ``max_uploads`` accepted uploads (in agent order) and at most ``max_columns``
-    metadata columns each, so the cost does not grow with the number of agents or columns; a value
-    that differs between those uploads shows as ``varies``.
+    Read from the ``uploads`` given (ledger rows: a few, e.g. :func:`~.ledger.first_accepted`) and at
+    most ``max_columns`` metadata columns each, so the cost does not grow with the number of agents
+    or columns; a value that differs between those uploads shows as ``varies``.
     Returns one row per test case: ``test_case_id`` plus one column per metadata name.
     """
     wanted = pa.array(test_case_ids, pa.string())
     values: dict[str, dict[str, set]] = {}
-    copies = AcceptedCopies.read(store, ledger.benchmark)
-    for r in sorted(ledger.accepted, key=lambda r: r["agent"])[:max_uploads]:
+    copies = AcceptedCopies.read(store, benchmark)
+    for r in uploads:
         names = [n for n in copies.schema(r).names if n.startswith("meta.")][:max_columns]
         if not names:
             continue

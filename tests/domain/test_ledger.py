@@ -81,3 +81,27 @@ def test_a_reader_that_fails_unforeseen_rejects_only_the_upload_it_failed_on(tmp
         "model_4",
         "model_5",
     ]
+
+
+def test_a_ledgers_summary_and_first_uploads_are_what_the_whole_ledger_says(tmp_path):
+    from agielo_dagster.domain.ledger import first_accepted, read_ledger, read_summary
+
+    store = Store(str(tmp_path))
+    assert read_summary(store, "quiz") is None and first_accepted(store, "quiz", 3) == []
+    folder = tmp_path / "raw" / "quiz"
+    folder.mkdir(parents=True)
+    (folder / "benchmark.yaml").write_text("metric: correct\nscoring: binary\ndescription: a quiz\n")
+    for agent in ("zeta", "alpha", "mu", "beta"):  # listed (by path) in another order than by agent
+        (folder / f"{agent}.csv").write_text("test_case_id,correct\ncase-0,1\ncase-1,0\n")
+    (folder / "typo.csv").write_text("test_case_id,correct\ncase-0,yes\n")  # rejected
+    (folder / "notes.txt").write_text("not an upload")  # refused
+    (folder / "test_cases.csv").write_text("test_case_id,subject\ncase-0,math\ncase-1,art\n")  # the tag file
+    refresh_ledger(store, "quiz", read_uploads=read_uploads, quality_suite=failed_expectations)
+    whole, summary = read_ledger(store, "quiz"), read_summary(store, "quiz")
+    assert summary.accepted == len(whole.accepted) == 4
+    assert summary.problems == tuple(whole.problems) and {r["status"] for r in summary.problems} == {"rejected", "refused"}
+    assert summary.tag_file == whole.tag_file and summary.tag_file["path"].endswith("test_cases.csv")
+    assert summary.description == whole.description == "a quiz"
+    for count in (0, 2, 10):
+        assert first_accepted(store, "quiz", count) == sorted(whole.accepted, key=lambda r: r["agent"])[:count]
+    assert [r["agent"] for r in first_accepted(store, "quiz", 2)] == ["alpha", "beta"]
