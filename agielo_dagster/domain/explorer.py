@@ -109,9 +109,26 @@ def _column(values: pd.Series) -> list:
     if not isinstance(values.dtype, np.dtype) or values.dtype.kind not in "fiub":
         return [_clean(v) for v in values.tolist()]
     if values.dtype.kind == "f":
-        isfinite = math.isfinite
-        return [round(v, 4) if isfinite(v) else None for v in values.tolist()]
+        return _rounded(values.to_numpy(dtype=np.float64))
     return values.tolist()
+
+
+def _rounded(values: np.ndarray) -> list:
+    """``round(v, 4)`` of each value, None for NaN and infinities, a column at a time (Python's round is 0.8 µs a
+    value, and the explorer rounds 2 million of them at 200,000 agents).
+
+    numpy rounds ``v × 10⁴`` to an integer and divides: the same float as Python's correctly rounded decimal,
+    except where ``v × 10⁴`` lies within rounding error of a half (a tie either way) or is too large to scale
+    exactly; those few are rounded by Python.
+    """
+    scaled = values * 1e4
+    odd = np.abs(scaled - np.floor(scaled) - 0.5) <= np.abs(scaled) * 1e-12 + 1e-12
+    odd |= ~(np.abs(values) < 1e11)  # NaN and infinities too
+    out = np.round(values, 4).tolist()
+    for i in np.flatnonzero(odd).tolist():
+        v = float(values[i])
+        out[i] = round(v, 4) if math.isfinite(v) else None
+    return out
 
 
 def _script_json(data: Any) -> str:

@@ -549,6 +549,11 @@ def test_test_cases_equal_up_to_rounding_are_one_histogram_bar():
         pd.Series(["a", None, 2.5, [1, None, "b"]], dtype=object),
         pd.Series([1, None, 3], dtype="Int64"),
         pd.Series([0.5, None], dtype="Float64"),
+        # rounded a column at a time: ties at the fifth decimal, values too large to scale, float32
+        pd.Series([0.00015, 1234.56785, 2.5e-5, -0.00005, -106.19255, 1e15 + 0.5, 4503599627370497.0, 1e11, -1e11]),
+        pd.Series(np.round(np.random.default_rng(0).normal(0, 100, 50_000), 5)),
+        pd.Series(np.random.default_rng(1).normal(1500, 300, 50_000)),
+        pd.Series(np.array([0.1, 1.00005, np.nan], dtype=np.float32)),
     ],
 )
 def test_a_column_converts_as_its_values_do_one_by_one(values):
