@@ -30,7 +30,17 @@ from .layout import accepted_folder, in_folder
 from .parquet_io import SMALL_TABLE_BYTES
 from .store import StorageError, Store
 
-__all__ = ["BUCKETS", "SHARED_SCHEMA", "SMALL_ROWS", "AcceptedCopies", "SmallUploads", "bucket_file", "is_small", "source_of"]
+__all__ = [
+    "BUCKETS",
+    "SHARED_SCHEMA",
+    "SMALL_ROWS",
+    "AcceptedCopies",
+    "CopyReader",
+    "SmallUploads",
+    "bucket_file",
+    "is_small",
+    "source_of",
+]
 
 BUCKETS = 256
 SMALL_ROWS = 1_000
@@ -142,6 +152,10 @@ class AcceptedCopies:
             if not left[member.file]:
                 del open_shared[member.file]
 
+    def reader(self, rows: list[dict], columns: list[str]) -> CopyReader:
+        """The copies of accepted ledger rows, to be read in their order a run at a time (:class:`CopyReader`)."""
+        return CopyReader(self, [self._member(row) for row in rows], columns)
+
     def _member(self, row: dict) -> Member:
         member = self.where(row)
         if member is None:
@@ -150,6 +164,44 @@ class AcceptedCopies:
 
     def _path(self, name: str) -> str:
         return in_folder(accepted_folder(self.benchmark), name)
+
+
+class CopyReader:
+    """The copies of accepted uploads, a run of consecutive ones at a time, as one table (:meth:`next_rows`).
+
+    The shared files they lie in are read once, together, and a run of small uploads is taken from them
+    at once: a tall benchmark's 200,000 uploads are not 200,000 slices of tables put together again
+    (7 s → 4 s a match table). A file of its own is read when its turn comes.
+    """
+
+    def __init__(self, copies: AcceptedCopies, members: list[Member], columns: list[str]) -> None:
+        self._copies, self._members, self._columns, self._next = copies, members, columns, 0
+        shared = sorted({m.file for m in members if m.rows is not None})
+        tables = [copies.store.read_table(copies._path(name), columns=columns).replace_schema_metadata(None) for name in shared]
+        firsts = itertools.accumulate((t.num_rows for t in tables), initial=0)
+        self._first = dict(zip(shared, firsts, strict=False))  # each shared file's first row in the pool
+        self._pool = pa.concat_tables(tables).combine_chunks() if tables else None
+        del tables
+
+    def next_rows(self, count: int) -> tuple[pa.Table, np.ndarray]:
+        """The copies of the next ``count`` uploads, one after another, and the number of rows of each."""
+        members = self._members[self._next : self._next + count]
+        self._next += len(members)
+        if self._pool is not None and all(m.rows is not None for m in members):
+            starts = np.fromiter((self._first[m.file] + m.offset for m in members), np.int64, len(members))
+            lengths = np.fromiter((m.rows for m in members), np.int64, len(members))
+            ends = np.cumsum(lengths)
+            rows = np.repeat(starts - (ends - lengths), lengths) + np.arange(ends[-1] if len(ends) else 0)
+            return self._pool.take(pa.array(rows)), lengths
+        tables = [self._one(m) for m in members]
+        lengths = np.fromiter((t.num_rows for t in tables), np.int64, len(tables))
+        return pa.concat_tables(tables).combine_chunks(), lengths
+
+    def _one(self, member: Member) -> pa.Table:
+        if member.rows is None:
+            path = self._copies._path(member.file)
+            return self._copies.store.read_table(path, columns=self._columns).replace_schema_metadata(None)
+        return self._pool.slice(self._first[member.file] + member.offset, member.rows)
 
 
 def _members(store: Store, path: str, name: str) -> dict[str, Member]:

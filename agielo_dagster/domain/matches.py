@@ -122,23 +122,21 @@ def _canonical(column: pa.ChunkedArray) -> pa.DictionaryArray:
 
 
 PIECE_AGENTS = 5_000
-"""The most agents read into one piece: a small table costs a few KB of buffers and objects however few its rows
-(100,000 agents of 5 rows: 350 MB while the table was built)."""
+"""The most agents read into one piece: the files of their own of a piece's agents are held until it is made, and a
+piece costs a few KB however few its rows (100,000 agents of 5 rows, one piece each: 350 MB)."""
 
 
-def _read_piece(fresh: list[tuple[dict, pa.Table]]) -> pa.Table:
-    """Consecutive agents read from their accepted uploads, as one piece of the match table.
+def _read_piece(fresh: list[dict], rows: pa.Table, lengths: np.ndarray) -> pa.Table:
+    """Consecutive agents (their ledger rows) read from their accepted uploads (``rows``, ``lengths`` of them each),
+    as one piece of the match table.
 
     Built over all of them at once: a tall benchmark has many agents of a few rows each, and
     per-agent arrow calls cost more than reading the rows (20,000 agents: 11 s → 5).
     """
-    # one contiguous copy: concatenated as they are, the columns would keep every small table's buffers alive
-    rows = pa.concat_tables([t.replace_schema_metadata(None) for _, t in fresh]).combine_chunks()
-    lengths = np.fromiter((t.num_rows for _, t in fresh), dtype=np.int64, count=len(fresh))
     codes = pa.array(np.repeat(np.arange(len(fresh), dtype=np.int32), lengths))
 
     def per_agent(key: str) -> pa.DictionaryArray:
-        return pa.DictionaryArray.from_arrays(codes, pa.array([r[key] for r, _ in fresh], pa.string()))
+        return pa.DictionaryArray.from_arrays(codes, pa.array([r[key] for r in fresh], pa.string()))
 
     return pa.table(
         [
@@ -170,14 +168,15 @@ def build_match_table(store: Store, ledger: Ledger, previous: pa.Table | None = 
         for r in accepted
         if not (reusable.get(r["agent"]) == (r["path"], r["version"], r["spec_version"]) and r["agent"] in slices)
     ]
-    reads = copies.read_many(to_read, columns=["test_case_id", "metric", "score"])
+    reader = copies.reader(to_read, columns=["test_case_id", "metric", "score"])
+    del to_read
     pieces: list[pa.Table] = []
-    fresh: list[tuple[dict, pa.Table]] = []  # agents read since the last reused run
+    fresh: list[dict] = []  # agents to read since the last reused run
     kept: list[int] = []  # [offset, length] of the current run of reused rows, contiguous in ``previous``
 
     def flush_fresh() -> None:
         if fresh:
-            pieces.append(_read_piece(fresh))
+            pieces.append(_read_piece(fresh, *reader.next_rows(len(fresh))))
             fresh.clear()
 
     def flush_kept() -> None:
@@ -196,7 +195,7 @@ def build_match_table(store: Store, ledger: Ledger, previous: pa.Table | None = 
             kept[1] += length
             continue
         flush_kept()
-        fresh.append((r, next(reads)))
+        fresh.append(r)
         if len(fresh) >= PIECE_AGENTS:
             flush_fresh()
     flush_fresh()
