@@ -166,6 +166,31 @@ class AcceptedCopies:
         return in_folder(accepted_folder(self.benchmark), name)
 
 
+def _ranges(firsts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The row numbers ``firsts[i] … firsts[i] + lengths[i] - 1``, for each i in turn."""
+    ends = np.cumsum(lengths)
+    return np.repeat(firsts - (ends - lengths), lengths) + np.arange(ends[-1] if len(ends) else 0)
+
+
+def _taken(pool: pa.Table, firsts: np.ndarray, lengths: np.ndarray, split: int) -> pa.Table:
+    """The rows of :func:`_ranges` from a pool that may be two tables (rows before ``split`` the first's): each taken
+    from on its own, since a take across chunks first joins them (a million rows for a file of 4,000)."""
+    rows = _ranges(firsts, lengths)
+    if pool.column(0).num_chunks == 1:
+        return pool.take(pa.array(rows)).combine_chunks()
+    before, after = pool.slice(0, split).combine_chunks(), pool.slice(split).combine_chunks()
+    early = rows < split
+    joined = pa.concat_tables([before.take(pa.array(rows[early])), after.take(pa.array(rows[~early] - split))])
+    order = np.empty(len(rows), np.int64)  # back to the members' order
+    order[np.flatnonzero(early)] = np.arange(early.sum())
+    order[np.flatnonzero(~early)] = early.sum() + np.arange((~early).sum())
+    return joined.combine_chunks().take(pa.array(order))
+
+
+def _at(member: Member) -> tuple[int, int]:
+    return member.offset, member.rows
+
+
 class CopyReader:
     """The copies of accepted uploads, a run of consecutive ones at a time, as one table (:meth:`next_rows`).
 
@@ -190,9 +215,7 @@ class CopyReader:
         if self._pool is not None and all(m.rows is not None for m in members):
             starts = np.fromiter((self._first[m.file] + m.offset for m in members), np.int64, len(members))
             lengths = np.fromiter((m.rows for m in members), np.int64, len(members))
-            ends = np.cumsum(lengths)
-            rows = np.repeat(starts - (ends - lengths), lengths) + np.arange(ends[-1] if len(ends) else 0)
-            return self._pool.take(pa.array(rows)), lengths
+            return self._pool.take(pa.array(_ranges(starts, lengths))), lengths
         tables = [self._one(m) for m in members]
         lengths = np.fromiter((t.num_rows for t in tables), np.int64, len(tables))
         return pa.concat_tables(tables).combine_chunks(), lengths
@@ -232,10 +255,13 @@ class SmallUploads:
         self.sources: list[list[Source]] = []
         self.starts: list[np.ndarray] = []  # each upload's first row in its batch, and the batch's end
         self.buckets: list[np.ndarray] = []
+        self._by_bucket: tuple | None = None  # made when the shared files are written, once every batch is in
+        self._rows: pa.Table | None = None
 
     def add(self, uploads: list[tuple[str, Source, pa.Table]]) -> None:
         if not uploads:
             return
+        self._by_bucket = self._rows = None
         self.batches.append(pa.concat_tables([t.replace_schema_metadata(None) for _, _, t in uploads]).combine_chunks())
         self.agents.append([agent for agent, _, _ in uploads])
         self.sources.append([source for _, source, _ in uploads])
@@ -248,15 +274,33 @@ class SmallUploads:
     def files(self) -> set[str]:
         return {_file(int(b)) for buckets in self.buckets for b in np.unique(buckets)}
 
-    def in_file(self, name: str) -> list[tuple[str, Source, pa.Table]]:
-        """The uploads of a shared file, with their rows."""
+    def in_file(self, name: str) -> list[tuple[str, Source, int, int]]:
+        """The uploads of a shared file: agent, source, and where their rows lie in :meth:`rows` (first row, count)."""
+        batches, places, bounds, firsts = self._grouped()
+        bucket = _bucket_of_file(name)
         out = []
-        for batch, agents, sources, starts, buckets in zip(
-            self.batches, self.agents, self.sources, self.starts, self.buckets, strict=True
-        ):
-            for i in np.flatnonzero(buckets == _bucket_of_file(name)):
-                out.append((agents[i], sources[i], batch.slice(starts[i], starts[i + 1] - starts[i])))
+        for k, i in zip(batches[bounds[bucket] : bounds[bucket + 1]], places[bounds[bucket] : bounds[bucket + 1]], strict=True):
+            starts = self.starts[k]
+            out.append((self.agents[k][i], self.sources[k][i], firsts[k] + int(starts[i]), int(starts[i + 1] - starts[i])))
         return out
+
+    def _grouped(self) -> tuple[list[int], list[int], list[int], list[int]]:
+        """Every upload's batch and place in it, in bucket order; where each bucket's begin; each batch's first row."""
+        if self._by_bucket is None:
+            buckets = np.concatenate(self.buckets) if self.buckets else np.empty(0, np.int32)
+            batch = np.repeat(np.arange(len(self.buckets)), [len(b) for b in self.buckets])
+            place = np.concatenate([np.arange(len(b)) for b in self.buckets]) if self.buckets else np.empty(0, np.int64)
+            order = np.argsort(buckets, kind="stable")
+            bounds = np.searchsorted(buckets[order], np.arange(BUCKETS + 1))
+            firsts = itertools.accumulate((b.num_rows for b in self.batches), initial=0)
+            self._by_bucket = (batch[order].tolist(), place[order].tolist(), bounds.tolist(), list(firsts))
+        return self._by_bucket
+
+    def rows(self) -> pa.Table:
+        """Every batch's rows, one after another, as one table (made once)."""
+        if self._rows is None:
+            self._rows = pa.concat_tables(self.batches).combine_chunks()
+        return self._rows
 
 
 def write_copies(store: Store, benchmark: str, before: AcceptedCopies, accepted: list[dict], small: SmallUploads) -> None:
@@ -283,9 +327,8 @@ def write_copies(store: Store, benchmark: str, before: AcceptedCopies, accepted:
         stays = kept.get(name, [])
         if name not in touched and name in before.files and len(stays) == len(before.members(name)):
             continue  # the same members, from the same sources
-        fresh = small.in_file(name) if name in touched else []
-        if stays or fresh:
-            store.write_bytes(in_folder(folder, name), _shared_file(store, folder, name, stays, fresh, before), durable=False)
+        if stays or name in touched:
+            store.write_bytes(in_folder(folder, name), _shared_file(store, folder, name, stays, small, before), durable=False)
         else:
             store.remove(in_folder(folder, name))
     for name in before.files:
@@ -293,22 +336,24 @@ def write_copies(store: Store, benchmark: str, before: AcceptedCopies, accepted:
             store.remove(in_folder(folder, name))
 
 
-def _shared_file(store, folder, name, stays: list[dict], fresh: list, before: AcceptedCopies) -> bytes:
-    """A shared file's bytes: its members' rows in agent order, the members listed in its footer."""
+def _shared_file(store, folder, name, stays: list[dict], small: SmallUploads, before: AcceptedCopies) -> bytes:
+    """A shared file's bytes: its members' rows in agent order (taken at once from the old file and this refresh's
+    small uploads, not sliced a member at a time), the members listed in its footer."""
     import pyarrow.parquet as pq
 
-    old = store.read_table(in_folder(folder, name)).replace_schema_metadata(None) if stays else None
-    members = [(r["agent"], source_of(r), None) for r in stays] + fresh
-    pieces = []
-    listed: dict[str, list] = {"agent": [], "path": [], "version": [], "spec_version": [], "rows": []}
-    for agent, source, rows in sorted(members, key=lambda m: m[0]):
-        if rows is None:
-            member = before.members(name)[agent]
-            rows = old.slice(member.offset, member.rows)
-        pieces.append(rows)
-        for key, value in zip(listed, (agent, *source, rows.num_rows), strict=True):
-            listed[key].append(value)
-    table = pa.concat_tables(pieces).combine_chunks()
+    fresh = small.in_file(name)
+    pool = small.rows() if fresh else None
+    old_rows = 0
+    if stays:
+        old = store.read_table(in_folder(folder, name)).replace_schema_metadata(None)
+        old_rows, pool = old.num_rows, pa.concat_tables([old, pool]) if pool is not None else old
+    members = [(r["agent"], source_of(r), *_at(before.members(name)[r["agent"]])) for r in stays]
+    members += [(agent, source, old_rows + first, rows) for agent, source, first, rows in fresh]
+    members.sort(key=lambda m: m[0])
+    agents, sources, firsts, counts = zip(*members, strict=True)
+    paths, versions, specs = zip(*sources, strict=True)
+    listed = {"agent": agents, "path": paths, "version": versions, "spec_version": specs, "rows": counts}
+    table = _taken(pool, np.asarray(firsts, np.int64), np.asarray(counts, np.int64), old_rows)
     sink = pa.BufferOutputStream()
     compression = "zstd" if table.nbytes > SMALL_TABLE_BYTES else "none"
     with pq.ParquetWriter(sink, table.schema, compression=compression, store_schema=False) as writer:  # parquet's own types
