@@ -92,6 +92,18 @@ def test_a_rejected_s3_upload_is_quarantined_and_the_secret_never_shows(s3):
     assert SECRET_KEY not in text
 
 
+def wait_for_a_retry(instance: dg.DagsterInstance, timeout: float = 120.0) -> None:
+    """Until any run on ``instance`` has a step up for retry (or ``timeout`` seconds have passed)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for record in instance.get_run_records():
+            if instance.all_logs(record.dagster_run.run_id, of_type=dg.DagsterEventType.STEP_UP_FOR_RETRY):
+                return
+        time.sleep(0.2)
+
+
 @pytest.mark.slow  # the quick pass rates and re-rates on the S3 server
 def test_storage_stopped_mid_run_is_retried_and_leaves_no_partial_output(s3_server, tmp_path):
     """SeaweedFS goes down after the sensor planned a run and comes back while the run retries.
@@ -99,7 +111,6 @@ def test_storage_stopped_mid_run_is_retried_and_leaves_no_partial_output(s3_serv
     A server of its own (the session one keeps serving other tests); `s3_server` exports the credentials.
     """
     import threading
-    import time
 
     from ..s3server import SeaweedS3
 
@@ -120,7 +131,9 @@ def test_storage_stopped_mid_run_is_retried_and_leaves_no_partial_output(s3_serv
             requests = daemon.sensor_tick(execute=False).run_requests
 
             server.stop()
-            restart = threading.Thread(target=lambda: (time.sleep(3), server.start()))
+            # back once the run has recorded a retry (not after a fixed delay: on a loaded machine the run's first
+            # request came after the server was back, and nothing was retried)
+            restart = threading.Thread(target=lambda: (wait_for_a_retry(instance), server.start()))
             restart.start()
             (run,) = daemon.execute(requests)
             restart.join()
