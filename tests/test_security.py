@@ -275,3 +275,42 @@ def test_text_stored_by_prefix_is_read_and_still_bounded():
     assert len(data) < 200_000
     with pytest.raises(IngestError, match="log_size"):
         read_rows(data, "raw/b/a.parquet", max_bytes=1 << 20)
+
+
+# -- parquet: no damaged footer takes the process down ---------------------------------------------------------
+
+_DAMAGE_EVERY_BYTE = """
+import sys
+sys.path.insert(0, {repo!r})
+import pyarrow as pa, pyarrow.parquet as pq
+from agielo_dagster.domain.contract import IngestError, parse_benchmark_spec
+from agielo_dagster.domain.readers import read_upload
+spec = parse_benchmark_spec("metric: correct\\nscoring: identity\\n", "b", "raw/b/benchmark.yaml")
+sink = pa.BufferOutputStream()
+pq.write_table(pa.table({{"test_case_id": ["t0"], "correct": [0.5]}}), sink)  # pyarrow's defaults: size statistics
+valid = sink.getvalue().to_pybytes()
+refused = 0
+for position in range(len(valid)):
+    for value in (0x00, 0xFF, valid[position] ^ 0x10):
+        damaged = bytearray(valid)
+        damaged[position] = value
+        for data in (bytes(damaged), bytes(damaged[:position])):
+            try:
+                read_upload(data, "raw/b/a.parquet", spec)
+            except IngestError:
+                refused += 1
+print(refused)
+"""
+
+
+def test_no_single_damaged_byte_of_a_parquet_upload_aborts_the_process():
+    """pyarrow's column-metadata accessors abort the process (an uncaught C++ exception) on some damaged footers:
+    an invalid codec, size statistics of the wrong length or for the wrong type. Every byte of a one-row file is
+    damaged in turn, three ways, and the file also cut there: each read ends in a table or an IngestError."""
+    import subprocess
+    import sys
+
+    code = _DAMAGE_EVERY_BYTE.format(repo=str(Path(__file__).resolve().parents[1]))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, f"the reading process died ({out.returncode}): {out.stderr[-400:]}"
+    assert int(out.stdout) > 1000  # most damage is refused by rule

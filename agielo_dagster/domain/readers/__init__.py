@@ -85,7 +85,8 @@ text columns, then vectorized checks; jsonl is parsed line by line and turned in
 in chunks.
 
 Modules: :mod:`.upload` (the contract over a read table), :mod:`.csv_format`,
-:mod:`.jsonl_format`, :mod:`.parquet_format`, :mod:`.parquet_bounds` (the decoded-size bounds)
+:mod:`.jsonl_format`, :mod:`.parquet_format`, :mod:`.parquet_bounds` (the decoded-size bounds),
+:mod:`.parquet_footer` (the row groups and column chunks, read without pyarrow's aborting accessors)
 and :mod:`.common` (what they share: the id column, byte and text checks, messages, problems).
 """
 

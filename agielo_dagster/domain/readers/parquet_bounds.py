@@ -11,6 +11,7 @@ from ..contract import (
     IngestError,
 )
 from .common import _cut
+from .parquet_footer import BYTE_ARRAY, ColumnChunk, RowGroup, _Thrift
 
 _PARQUET_BATCH_ROWS = 1 << 18
 
@@ -29,7 +30,7 @@ _BYTE_ARRAYS = (pa.types.is_string, pa.types.is_large_string, pa.types.is_binary
 
 
 def _parquet_arrays(
-    data: bytes, file: str, parquet: pq.ParquetFile, meta: pq.FileMetaData, bound: int, max_bytes: int
+    data: bytes, file: str, parquet: pq.ParquetFile, groups: tuple[RowGroup, ...], bound: int, max_bytes: int
 ) -> list[pa.ChunkedArray]:
     """Every column of a parquet file, decoded batch by batch and measured as it goes: at most ``bound`` bytes.
 
@@ -40,13 +41,10 @@ def _parquet_arrays(
     expanded, so reading stops at the first batch that brings the total past ``bound``, before the
     expansion is made.
     """
-    chunks = 0
-    for g in range(meta.num_row_groups):
-        group = meta.row_group(g)
-        chunks += sum(max(group.column(c).total_uncompressed_size, 0) for c in range(group.num_columns))
+    chunks = sum(max(column.total_uncompressed_size, 0) for group in groups for column in group.columns)
     if chunks > bound:
         raise _too_big(file, "declares column chunks of", chunks, max_bytes)
-    pages, expanding, prefixed = _page_survey(data, meta, bound)
+    pages, expanding, prefixed = _page_survey(data, groups, bound)
     if pages > bound:
         raise _too_big(file, "has pages that decompress to", pages, max_bytes)
     schema = parquet.schema_arrow
@@ -88,10 +86,8 @@ _WHOLE_VALUES = frozenset({0, 6})
 
 _DICTIONARY_ENCODED = frozenset({2, 8})  # PLAIN_DICTIONARY, RLE_DICTIONARY
 
-_CODECS = {"UNCOMPRESSED": None, "SNAPPY": "snappy", "GZIP": "gzip", "ZSTD": "zstd", "BROTLI": "brotli", "LZ4_RAW": "lz4_raw"}
 
-
-def _page_survey(data: bytes, meta: pq.FileMetaData, bound: int) -> tuple[int, set[int], set[int]]:
+def _page_survey(data: bytes, groups: tuple[RowGroup, ...], bound: int) -> tuple[int, set[int], set[int]]:
     """(bytes every page decompresses to, the leaf columns to read as dictionaries, those with text
     stored by prefix), from the page headers.
 
@@ -104,12 +100,10 @@ def _page_survey(data: bytes, meta: pq.FileMetaData, bound: int) -> tuple[int, s
     a dictionary) is read plain, in small batches.
     """
     total, expansion, expanding, prefixed = 0, 0, set(), set()
-    for g in range(meta.num_row_groups):
-        group = meta.row_group(g)
-        for c in range(group.num_columns):
-            column = group.column(c)
+    for group in groups:
+        for c, column in enumerate(group.columns):
             start = column.data_page_offset
-            if column.has_dictionary_page and 0 < (column.dictionary_page_offset or 0) < start:
+            if 0 < (column.dictionary_page_offset or 0) < start:
                 start = column.dictionary_page_offset
             try:
                 size, grows = _walk_pages(data, start, start + column.total_compressed_size, column, bound)
@@ -126,7 +120,7 @@ def _page_survey(data: bytes, meta: pq.FileMetaData, bound: int) -> tuple[int, s
     return total, expanding, prefixed
 
 
-def _walk_pages(data: bytes, pos: int, end: int, column: pq.ColumnChunkMetaData, bound: int) -> tuple[int, int]:
+def _walk_pages(data: bytes, pos: int, end: int, column: ColumnChunk, bound: int) -> tuple[int, int]:
     """The pages of one column chunk: (sum of uncompressed sizes, most bytes its dictionary-encoded values
     expand to, or -1 where text is stored by prefix). Stops as soon as the pages declare more than
     ``bound`` (the file is refused for that), before decompressing a page that large."""
@@ -144,20 +138,19 @@ def _walk_pages(data: bytes, pos: int, end: int, column: pq.ColumnChunkMetaData,
             return total, 0
         values, encoding = header.get(5, header.get(8, {})).get(1, -1), header.get(5, {}).get(2, header.get(8, {}).get(4, -1))
         if kind == 2:
-            if column.physical_type == "BYTE_ARRAY":
+            if column.physical_type == BYTE_ARRAY:
                 longest = max(longest, _longest_value(data, reader.pos, compressed, uncompressed, column.compression))
         elif kind in (0, 3):
-            if encoding in _DICTIONARY_ENCODED and column.physical_type == "BYTE_ARRAY":
+            if encoding in _DICTIONARY_ENCODED and column.physical_type == BYTE_ARRAY:
                 encoded += max(values, 0)
-            elif encoding not in _WHOLE_VALUES and column.physical_type == "BYTE_ARRAY":
+            elif encoding not in _WHOLE_VALUES and column.physical_type == BYTE_ARRAY:
                 prefixed = True
         pos = reader.pos + compressed
     return total, -1 if prefixed else encoded * longest
 
 
-def _longest_value(data: bytes, pos: int, compressed: int, uncompressed: int, compression: str) -> int:
+def _longest_value(data: bytes, pos: int, compressed: int, uncompressed: int, codec: str | None) -> int:
     """The longest value of a PLAIN byte-array dictionary page (4-byte length, then the bytes)."""
-    codec = _CODECS[compression]
     page = memoryview(data)[pos : pos + compressed]
     if codec is not None:
         page = memoryview(pa.decompress(page, decompressed_size=uncompressed, codec=codec))
@@ -167,81 +160,6 @@ def _longest_value(data: bytes, pos: int, compressed: int, uncompressed: int, co
         longest = max(longest, length)
         at += 4 + length
     return longest
-
-
-class _Thrift:
-    """Just enough of Thrift's compact protocol to read a parquet page header (i32/i64 fields, nested structs)."""
-
-    def __init__(self, data: bytes, pos: int, end: int):
-        self.data, self.pos, self.end = data, pos, end
-
-    def byte(self) -> int:
-        if self.pos >= self.end:
-            raise ValueError("page header runs past its column chunk")
-        b = self.data[self.pos]
-        self.pos += 1
-        return b
-
-    def varint(self) -> int:
-        n = shift = 0
-        while True:
-            b = self.byte()
-            n |= (b & 0x7F) << shift
-            if not b & 0x80:
-                return n
-            shift += 7
-            if shift > 63:
-                raise ValueError("varint too long")
-
-    def zigzag(self) -> int:
-        n = self.varint()
-        return (n >> 1) ^ -(n & 1)
-
-    def struct(self, depth: int, wanted: tuple[int, ...] = ()) -> dict:
-        if depth > 8:
-            raise ValueError("page header nested too deep")
-        out: dict = {}
-        field_id = 0
-        while (head := self.byte()) != 0:
-            kind, delta = head & 0x0F, head >> 4
-            field_id = field_id + delta if delta else self.zigzag()
-            if kind in (5, 6):
-                out[field_id] = self.zigzag()
-            elif kind == 12 and field_id in wanted:
-                out[field_id] = self.struct(depth + 1)
-            else:
-                self.skip(kind, depth)
-        return out
-
-    def skip(self, kind: int, depth: int, in_list: bool = False) -> None:
-        if kind in (1, 2):
-            self.pos += 1 if in_list else 0
-        elif kind == 3:
-            self.pos += 1
-        elif kind in (4, 5, 6):
-            self.varint()
-        elif kind == 7:
-            self.pos += 8
-        elif kind == 8:
-            length = self.varint()  # (not ``self.pos += self.varint()``: that adds to the position before the varint)
-            self.pos += length
-        elif kind in (9, 10):
-            head = self.byte()
-            size = self.varint() if head >> 4 == 15 else head >> 4
-            for _ in range(size):
-                self.skip(head & 0x0F, depth + 1, in_list=True)
-        elif kind == 11:
-            size = self.varint()
-            types = self.byte() if size else 0
-            for _ in range(size):
-                self.skip(types >> 4, depth + 1, in_list=True)
-                self.skip(types & 0x0F, depth + 1, in_list=True)
-        elif kind == 12:
-            self.struct(depth + 1)
-        else:
-            raise ValueError(f"unknown thrift type {kind}")
-        if self.pos > self.end or depth > 8:
-            raise ValueError("page header runs past its column chunk")
 
 
 def _expanded_nbytes(values: pa.Array) -> int:

@@ -19,6 +19,7 @@ from ..contract import (
 from .common import _JSONL_CHUNK_ROWS, _check_names, _cut, _first, _Frame, _mask, _Problem, _q
 from .jsonl_format import _json_text
 from .parquet_bounds import _parquet_arrays
+from .parquet_footer import row_groups
 
 
 def _read_parquet(
@@ -40,7 +41,8 @@ def _read_parquet(
         meta = parquet.metadata
         leaves = meta.num_columns
         declared_rows = meta.num_rows
-        decoded = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+        groups = row_groups(data)  # not pyarrow's column metadata (parquet_footer)
+        decoded = sum(max(group.total_byte_size, 0) for group in groups)
     except Exception as exc:  # noqa: BLE001 - any footer failure is an unreadable file
         raise IngestError(
             file, "parquet_parse", f"not a readable parquet file (truncated or corrupt?): {_cut(str(exc))}"
@@ -66,7 +68,7 @@ def _read_parquet(
         raise IngestError(file, "parquet_parse", f"the parquet schema is unreadable: {_cut(str(exc))}") from None
     _check_names(names, file, "the parquet schema")
     check_header(names)
-    arrays = _parquet_arrays(data, file, parquet, meta, PARQUET_EXPANSION * max_bytes, max_bytes)
+    arrays = _parquet_arrays(data, file, parquet, groups, PARQUET_EXPANSION * max_bytes, max_bytes)
     rows = len(arrays[0]) if arrays else 0
     if rows != declared_rows or len(arrays) != len(names):
         raise IngestError(file, "parquet_parse", "the parquet data does not match its footer (corrupt?)")
