@@ -25,6 +25,7 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TextIO
 
 import dagster as dg
 
@@ -190,8 +191,11 @@ def run_pipeline(
     return summary
 
 
-def print_summary(store: Store, summary: RunSummary, out=sys.stdout) -> int:
-    """Print what the run did and where every benchmark stands; returns the number of rejected or refused files."""
+def print_summary(store: Store, summary: RunSummary, out: TextIO | None = None) -> int:
+    """Print what the run did and where every benchmark stands; returns the number of rejected or refused files.
+
+    To ``out``, or to ``sys.stdout`` as it is when called (so that a caller's ``redirect_stdout`` holds)."""
+    out = sys.stdout if out is None else out
     print(f"agielo: storage {store.where}", file=out)
     print(
         f"ingested {summary.uploads_ingested} upload(s); rated {len(summary.benchmarks_rated)} benchmark(s) "
@@ -338,9 +342,8 @@ def _main(argv: list[str] | None = None) -> int:
             except BrokenPipeError:
                 _drop_stdout()  # nobody reads the progress line: the demo still runs
             write_demo_data(store.root)
-        summary = run_pipeline(
-            storage, get_instance(args.instance), log_level="DEBUG" if args.verbose else "CRITICAL", create=args.create
-        )
+        with get_instance(args.instance) as instance:
+            summary = run_pipeline(storage, instance, log_level="DEBUG" if args.verbose else "CRITICAL", create=args.create)
         problems = _print_summary(store, summary)
     except StorageError as exc:
         if args.debug:
