@@ -9,7 +9,6 @@ itself (:func:`column_chunks`, Thrift's compact protocol), and leaves decoding t
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 # parquet.thrift's Type and CompressionCodec enums (the ones the bounds look at)
@@ -17,7 +16,7 @@ BYTE_ARRAY = 6
 CODECS = {0: None, 1: "snappy", 2: "gzip", 4: "brotli", 6: "zstd", 7: "lz4_raw"}  # LZO (3) and LZ4 (5): pages not walked
 
 # the fields read: FileMetaData.row_groups (4) -> RowGroup.columns (1) -> ColumnChunk.meta_data (3)
-_FOOTER_FIELDS: Mapping[int, Mapping] = {4: {1: {3: {}}}}
+_FOOTER_FIELDS: dict[int, dict] = {4: {1: {3: {}}}}
 
 
 @dataclass(frozen=True)
@@ -79,18 +78,23 @@ class _Thrift:
         self.data, self.pos, self.end = data, pos, end
 
     def byte(self) -> int:
-        if self.pos >= self.end:
+        pos = self.pos
+        if pos >= self.end:
             raise ValueError("thrift data runs past its end")
-        b = self.data[self.pos]
-        self.pos += 1
-        return b
+        self.pos = pos + 1
+        return self.data[pos]
 
     def varint(self) -> int:
+        data, pos, end = self.data, self.pos, self.end
         n = shift = 0
         while True:
-            b = self.byte()
+            if pos >= end:
+                raise ValueError("thrift data runs past its end")
+            b = data[pos]
+            pos += 1
             n |= (b & 0x7F) << shift
-            if not b & 0x80:
+            if b < 0x80:
+                self.pos = pos
                 return n
             shift += 7
             if shift > 63:
@@ -100,28 +104,29 @@ class _Thrift:
         n = self.varint()
         return (n >> 1) ^ -(n & 1)
 
-    def struct(self, depth: int, wanted: Mapping[int, Mapping] | tuple[int, ...] = ()) -> dict:
+    def struct(self, depth: int, wanted: dict[int, dict] | tuple[int, ...] = ()) -> dict:
         """The i32/i64 fields of a struct, and those of ``wanted`` (field id: its own wanted fields) that are
         structs or lists of structs; everything else is skipped."""
         if depth > 8:
             raise ValueError("thrift data nested too deep")
-        nested = wanted if isinstance(wanted, Mapping) else dict.fromkeys(wanted, {})
+        nested = wanted if type(wanted) is dict else dict.fromkeys(wanted, {})
         out: dict = {}
         field_id = 0
         while (head := self.byte()) != 0:
             kind, delta = head & 0x0F, head >> 4
             field_id = field_id + delta if delta else self.zigzag()
-            if kind in (5, 6):
-                out[field_id] = self.zigzag()
-            elif kind == 12 and field_id in nested:
+            if kind == 5 or kind == 6:
+                n = self.varint()
+                out[field_id] = (n >> 1) ^ -(n & 1)
+            elif field_id in nested and kind == 12:
                 out[field_id] = self.struct(depth + 1, nested[field_id])
-            elif kind == 9 and field_id in nested:
+            elif field_id in nested and kind == 9:
                 out[field_id] = self.structs(depth + 1, nested[field_id])
             else:
                 self.skip(kind, depth)
         return out
 
-    def structs(self, depth: int, wanted: Mapping[int, Mapping]) -> list[dict]:
+    def structs(self, depth: int, wanted: dict[int, dict]) -> list[dict]:
         head = self.byte()
         size = self.varint() if head >> 4 == 15 else head >> 4
         if head & 0x0F != 12:
