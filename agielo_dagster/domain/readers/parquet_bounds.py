@@ -11,7 +11,7 @@ from ..contract import (
     IngestError,
 )
 from .common import _cut
-from .parquet_footer import BYTE_ARRAY, ColumnChunk, RowGroup, _Thrift
+from .parquet_footer import BYTE_ARRAY, PAGE_HEADER_FIELDS, ColumnChunk, RowGroup, _Thrift
 
 _PARQUET_BATCH_ROWS = 1 << 18
 
@@ -129,7 +129,7 @@ def _walk_pages(data: bytes, pos: int, end: int, column: ColumnChunk, bound: int
     total, longest, encoded, prefixed = 0, 0, 0, False
     while pos < end:
         reader = _Thrift(data, pos, end)
-        header = reader.struct(0, wanted=(5, 7, 8))
+        header = reader.struct(0, PAGE_HEADER_FIELDS)
         uncompressed, compressed, kind = header.get(2, -1), header.get(3, -1), header.get(1, -1)
         if uncompressed < 0 or compressed < 0:
             raise ValueError("page header without sizes")

@@ -4,7 +4,7 @@ pyarrow's column-metadata accessors (``FileMetaData.row_group(g).column(c)`` and
 a C++ exception escape on some damaged footers (an unknown codec, size statistics of the wrong
 length or for the wrong type), and the process aborts: one bad upload would end the run. pyarrow's
 readers check the same things and raise. So the reader takes what its bounds need from the footer
-itself (:func:`column_chunks`, Thrift's compact protocol), and leaves decoding to pyarrow.
+itself (:func:`row_groups`, Thrift's compact protocol), and leaves decoding to pyarrow.
 """
 
 from __future__ import annotations
@@ -15,8 +15,10 @@ from dataclasses import dataclass
 BYTE_ARRAY = 6
 CODECS = {0: None, 1: "snappy", 2: "gzip", 4: "brotli", 6: "zstd", 7: "lz4_raw"}  # LZO (3) and LZ4 (5): pages not walked
 
-# the fields read: FileMetaData.row_groups (4) -> RowGroup.columns (1) -> ColumnChunk.meta_data (3)
+# the structs read, by field id: FileMetaData.row_groups (4) -> RowGroup.columns (1) -> ColumnChunk.meta_data (3);
+# PageHeader's data_page_header (5), dictionary_page_header (7) and data_page_header_v2 (8)
 _FOOTER_FIELDS: dict[int, dict] = {4: {1: {3: {}}}}
+PAGE_HEADER_FIELDS: dict[int, dict] = {5: {}, 7: {}, 8: {}}
 
 
 @dataclass(frozen=True)
@@ -104,12 +106,12 @@ class _Thrift:
         n = self.varint()
         return (n >> 1) ^ -(n & 1)
 
-    def struct(self, depth: int, wanted: dict[int, dict] | tuple[int, ...] = ()) -> dict:
+    def struct(self, depth: int, wanted: dict[int, dict] | None = None) -> dict:
         """The i32/i64 fields of a struct, and those of ``wanted`` (field id: its own wanted fields) that are
         structs or lists of structs; everything else is skipped."""
         if depth > 8:
             raise ValueError("thrift data nested too deep")
-        nested = wanted if type(wanted) is dict else dict.fromkeys(wanted, {})
+        nested = wanted or {}
         out: dict = {}
         field_id = 0
         while (head := self.byte()) != 0:
