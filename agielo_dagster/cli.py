@@ -367,22 +367,22 @@ def run_plan(args) -> int:
     try:
         storage = ObjectStorage(root=args.storage or default_root())
         storage.store.check_root()
-        instance = get_instance(args.instance)
-        if args.benchmark not in instance.get_dynamic_partitions(benchmark_partitions.name):
-            print(f"agielo: error: no benchmark {args.benchmark!r} has been rated here (agielo run first)", file=sys.stderr)
-            return 1
-        config = {"ops": {"placement_plans": {"config": {"agent": args.agent, "budget": args.budget}}}}
-        result = (
-            build_definitions(storage)
-            .resolve_job_def("plan_placement")
-            .execute_in_process(
-                run_config={**_quiet("CRITICAL"), **config},
-                instance=instance,
-                partition_key=args.benchmark,
-                tags={TRIGGER_TAG: "cli"},
-                raise_on_error=False,
+        with get_instance(args.instance) as instance:
+            if args.benchmark not in instance.get_dynamic_partitions(benchmark_partitions.name):
+                print(f"agielo: error: no benchmark {args.benchmark!r} has been rated here (agielo run first)", file=sys.stderr)
+                return 1
+            config = {"ops": {"placement_plans": {"config": {"agent": args.agent, "budget": args.budget}}}}
+            result = (
+                build_definitions(storage)
+                .resolve_job_def("plan_placement")
+                .execute_in_process(
+                    run_config={**_quiet("CRITICAL"), **config},
+                    instance=instance,
+                    partition_key=args.benchmark,
+                    tags={TRIGGER_TAG: "cli"},
+                    raise_on_error=False,
+                )
             )
-        )
     except StorageError as exc:
         if args.debug:
             traceback.print_exc()
