@@ -5,9 +5,7 @@ on the final raw files. Only the fingerprint cache differs by design (it holds i
 Kills are exact, never timed: the killed run SIGKILLs itself at a named write (``KILL_AT``).
 """
 
-import contextlib
 import hashlib
-import io
 import os
 import shutil
 import signal
@@ -21,7 +19,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agielo_dagster.cli import main
 from agielo_dagster.domain.copies import bucket_file
 
 from ..devserver import REPO
@@ -32,21 +29,15 @@ pytestmark = [pytest.mark.component("dagster")]
 AGENTS, TEST_CASES = 6, 400  # the kill points are exact: a small benchmark is enough
 
 
-def agielo(root: Path, home: Path, *extra: str) -> subprocess.CompletedProcess:
-    """`agielo run` on ``root`` and the instance at ``home``, in this process: what heals is what a kill left on disk,
-    and a process of its own would only add its start (about 8 s of imports, GX's alone 5 s). Kills and the two runs at
-    once start processes of their own."""
-    argv = ["run", "--storage", str(root), "--instance", str(home), *extra]
-    out, err, before = io.StringIO(), io.StringIO(), os.environ.get("DAGSTER_HOME")
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = main(argv)
-    finally:  # the CLI names its instance in the environment, for Dagster's own lookups
-        if before is None:
-            os.environ.pop("DAGSTER_HOME", None)
-        else:
-            os.environ["DAGSTER_HOME"] = before
-    return subprocess.CompletedProcess(["agielo", *argv], code, out.getvalue(), err.getvalue())
+def agielo(root: Path, home: Path, *extra: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "agielo_dagster.cli", "run", "--storage", str(root), *extra],
+        cwd=REPO,
+        env={**os.environ, "DAGSTER_HOME": str(home)},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 # `agielo run` that SIGKILLs itself at a named write: right after the write, or between writing the
