@@ -68,8 +68,8 @@ def replicate(
     **rate_kwargs,
 ) -> Replication:
     """Draw one benchmark of the regime, rate it with :func:`rate` (``refine``, ``rate_kwargs``), and score its intervals."""
-    from .glicko import rate
     from .intervals import z_of
+    from .rate import rate
 
     rng = np.random.default_rng(seed)
     true_agents = rng.normal(1500.0, sd, n_agents)

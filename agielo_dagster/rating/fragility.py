@@ -44,7 +44,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from .frames import Matches, MatchTableError, Plain, Table, encode_matches
-from .settings import accepts_old_names
 
 __all__ = ["Fragility", "fragility_of_first"]
 
@@ -100,7 +99,6 @@ class Fragility:
         }
 
 
-@accepts_old_names
 def fragility_of_first(
     matches: Table,
     *,
@@ -143,7 +141,7 @@ def fragility_of_first(
     -------
     Fragility
     """
-    from .glicko import DEFAULT_ORDERS
+    from .settings import DEFAULT_ORDERS
 
     orders = DEFAULT_ORDERS if orders is None else orders
     for name, value in (("max_subsets", max_subsets), ("max_exact_matches", max_exact_matches)):

@@ -41,10 +41,10 @@ import pandas as pd
 
 from .estimators.rasch import _joint_ml
 from .frames import Matches, Plain, Table, encode_matches, to_flavour, to_pandas
-from .glicko import DEFAULT_ORDERS, final_ratings
+from .glicko import final_ratings
 from .predict import combined_sigma, expected_score, link_from_diffs
 from .scoring import Scoring, identity
-from .settings import accepts_old_names
+from .settings import DEFAULT_ORDERS
 
 __all__ = [
     "HELDOUT_COLUMNS",
@@ -102,7 +102,6 @@ def heldout_folds(n_matches: int, folds: int, seed: int | None) -> np.ndarray:
     return np.random.default_rng(seed).permutation(n_matches) % folds
 
 
-@accepts_old_names
 def heldout_predictions(
     m: Matches,
     fold: np.ndarray,
@@ -152,7 +151,6 @@ def heldout_predictions(
     return out
 
 
-@accepts_old_names
 def heldout_check(
     matches: Table,
     *,

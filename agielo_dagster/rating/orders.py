@@ -22,7 +22,6 @@ from .cores import usable_cores
 from .frames import Matches
 from .order_moments import OrderMoments
 from .order_reliability import OrderReliability
-from .settings import accepts_old_names
 
 
 def snapshot_ends(fractions: ArrayLike, n_matches: int) -> np.ndarray:
@@ -105,7 +104,6 @@ def _pairs(n_matches: int, seed: int | None, row_order: bool, orders: int) -> li
     return pairs
 
 
-@accepts_old_names
 def match_orders(n_matches: int, *, seed: int | None, row_order: bool = False, orders: int = 1) -> list[np.ndarray]:
     """The processing order(s) of the matches, as row-index permutations.
 
@@ -553,7 +551,6 @@ def run_orders(
     return moments, rel_table, measurer, done
 
 
-@accepts_old_names
 def final_ratings(
     m: Matches,
     *,

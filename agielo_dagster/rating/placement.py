@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 
 from . import _kernels as K
+from ._kernels import Q
 from .checks import check_start
 from .frames import (
     Matches,
@@ -18,10 +19,10 @@ from .frames import (
     to_flavour,
     to_pandas,
 )
-from .glicko import DEFAULT_ORDERS, Q, g
+from .glicko import g
 from .intervals import order_variance, z_of
 from .orders import _pairs
-from .settings import accepts_old_names
+from .settings import DEFAULT_ORDERS
 
 __all__ = ["place_agents", "refuse_unknown_test_cases"]
 
@@ -57,7 +58,6 @@ def _histories(tc: pd.DataFrame, pos: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return played, level_mu, level_prec, final_mu, final_prec
 
 
-@accepts_old_names
 def place_agents(
     new_matches: Table,
     test_cases: Table,

@@ -58,7 +58,7 @@ from .order_reliability import BIN_EDGES, BIN_LO, BIN_WIDTH, N_BINS, RELIABILITY
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from .glicko import RatingResult
+    from .rate import RatingResult
 
 __all__ = [
     "BIN_EDGES",
@@ -90,7 +90,7 @@ def reliability(matches: Table, result: RatingResult, *, twins: int = DEFAULT_TW
     if result.reliability is not None and result.n_matches == len(matches):
         table = result.reliability
     else:
-        from .glicko import rate
+        from .rate import rate
 
         table = rate(matches, **result.settings, with_reliability=True).reliability
     if not twins:

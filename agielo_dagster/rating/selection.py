@@ -360,7 +360,7 @@ def placement_study(
         One row per (agent, method, seed): ``benchmark, agent_id, method, seed, joint_mu, mu, mu_lo,
         mu_hi, error, covered, used`` (``error = mu − joint_mu``; ``used`` test cases evaluated).
     """
-    from .glicko import rate
+    from .rate import rate
 
     frame = to_pandas(matches)
     # the yardstick is the default joint rating (refined unless a single order); placement answers on its scale

@@ -20,12 +20,11 @@ import numpy as np
 import pandas as pd
 
 from .frames import Matches, MatchTableError, Table, encode_matches, flavour_of, require_columns, to_flavour, to_pandas
-from .glicko import DEFAULT_ORDERS
 from .graph import warn_disconnected
 from .intervals import interval_ranks, z_of
 from .placement import place_agents
 from .schema import MATCH_COLUMNS
-from .settings import accepts_old_names
+from .settings import DEFAULT_ORDERS
 
 __all__ = ["SLICE_COLUMNS", "query_ranking", "slice_ratings", "slice_test_cases"]
 
@@ -95,7 +94,6 @@ def _missing(value: Any) -> bool:
         return False
 
 
-@accepts_old_names
 def slice_ratings(
     matches: Table,
     test_cases: Table,

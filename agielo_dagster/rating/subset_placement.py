@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
+from ._kernels import Q
 from .frames import (
     Table,
     encode_matches,
@@ -21,10 +22,10 @@ from .frames import (
     to_flavour,
     to_pandas,
 )
-from .glicko import DEFAULT_ORDERS, Q, g
+from .glicko import g
 from .intervals import z_of
 from .placement import place_agents, refuse_unknown_test_cases
-from .settings import accepts_old_names
+from .settings import DEFAULT_ORDERS
 from .strata import _candidates, default_strata
 
 DISPERSION_PRIOR = 10.0
@@ -70,7 +71,6 @@ def _frozen_fit(score, mu_t, sig_t, design, prior_mu, prior_sigma) -> tuple[floa
     return float(theta), float(math.sqrt(var))
 
 
-@accepts_old_names
 def joint_scale(
     test_cases: Table,
     theta: ArrayLike,
@@ -120,7 +120,6 @@ def joint_scale(
     return placed.set_index("agent_id").loc[names, "mu"].to_numpy()
 
 
-@accepts_old_names
 def place_on_subset(
     new_matches: Table,
     test_cases: Table,
@@ -280,7 +279,6 @@ def _rows(test_cases: Table, positions: np.ndarray) -> pd.DataFrame:
     return to_pandas(test_cases).iloc[positions].reset_index(drop=True)
 
 
-@accepts_old_names
 def place_provisional_agents(
     new_matches: Table,
     test_cases: Table,

@@ -1,0 +1,169 @@
+"""Compiled loops of the logistic model (:mod:`.logistic`): one pass over the matches per Newton step.
+
+The matches are held by test case (``start[t]:start[t + 1]`` are test case t's rows) in the canonical
+order of :func:`.logistic.by_test_case`, so every sum is taken in one order whatever the table's row
+order: identical inputs give identical bits. Ratings are in logits here; :mod:`.logistic` converts.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _log_lik(eta, s):
+    """(s log p + (1 − s) log(1 − p), p) at the logit ``eta``, without overflow at either end."""
+    if eta >= 0.0:
+        e = math.exp(-eta)
+        soft = math.log1p(e)
+        return -s * soft - (1.0 - s) * (eta + soft), 1.0 / (1.0 + e)
+    e = math.exp(eta)
+    soft = math.log1p(e)
+    return s * (eta - soft) - (1.0 - s) * soft, e / (1.0 + e)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _p(eta):
+    if eta >= 0.0:
+        return 1.0 / (1.0 + math.exp(-eta))
+    e = math.exp(eta)
+    return e / (1.0 + e)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def posterior_pass(start, agent, score, theta, mode, tau2, phi, nodes, log_weights, n_agents, agent_var, match_score, match_info):
+    """Each test case's posterior given the agents' ``theta``, by adaptive Gauss-Hermite quadrature.
+
+    A test case's difficulty β has the prior N(0, tau2); its matches' quasi-likelihood is
+    Π p^(s/φ) (1 − p)^((1−s)/φ), p = σ(θ_a − β). The posterior's mode (``mode``, updated in place: the
+    start of the next pass) and curvature place the nodes; their normalized weights are the posterior.
+
+    Per match it writes E[s − p]/φ (``match_score``: its part of the score) and E[p(1 − p)]/φ
+    (``match_info``: its information). Returns per agent the sums of both and of E[w(1 − 2p)]/φ (the
+    information's derivative in θ_a), and Cov(s − p, β²)/(2φ·tau2) (how the agent's score moves with
+    log tau2); per test case its posterior mean and variance, E[β²] and Var(β²); and the Pearson sum
+    Σ (s − E p)² / (E p (1 − E p)) / (1 − h), each residual corrected by its leverage
+    h = E[w]/φ · (Var β + ``agent_var``): the share of it that the two ratings have already absorbed.
+    """
+    n_t = len(start) - 1
+    widest = 0
+    for t in range(n_t):
+        widest = max(widest, start[t + 1] - start[t])
+    at_node = np.empty((widest, len(nodes)))
+    score_sum = np.zeros(n_agents)
+    info = np.zeros(n_agents)
+    slope = np.zeros(n_agents)
+    cross = np.zeros(n_agents)
+    post_mean = np.empty(n_t)
+    post_var = np.empty(n_t)
+    second = np.empty(n_t)
+    second_var = np.empty(n_t)
+    weight = np.empty(len(nodes))
+    at = np.empty(len(nodes))
+    inv = 1.0 / phi
+    pearson = 0.0
+    for t in range(n_t):
+        lo = start[t]
+        hi = start[t + 1]
+        b = mode[t]
+        curv = 1.0 / tau2
+        for _ in range(100):
+            grad = -b / tau2
+            curv = 1.0 / tau2
+            for i in range(lo, hi):
+                p = _p(theta[agent[i]] - b)
+                grad -= (score[i] - p) * inv
+                curv += p * (1.0 - p) * inv
+            step = max(-2.0, min(2.0, grad / curv))
+            b += step
+            if abs(step) < 1e-7:
+                break
+        mode[t] = b
+        scale = math.sqrt(2.0 / curv)
+        K = len(nodes)
+        top = -1e300
+        for k in range(K):
+            beta = b + scale * nodes[k]
+            at[k] = beta
+            v = log_weights[k] + nodes[k] * nodes[k] - 0.5 * beta * beta / tau2
+            for i in range(lo, hi):
+                ll, p = _log_lik(theta[agent[i]] - beta, score[i])
+                v += ll * inv
+                at_node[i - lo, k] = p
+            weight[k] = v
+            top = max(top, v)
+        total = 0.0
+        for k in range(K):
+            weight[k] = math.exp(weight[k] - top)
+            total += weight[k]
+        m1 = 0.0
+        m2 = 0.0
+        for k in range(K):
+            weight[k] /= total
+            m1 += weight[k] * at[k]
+            m2 += weight[k] * at[k] * at[k]
+        var = 0.0
+        sq_var = 0.0
+        for k in range(K):
+            var += weight[k] * (at[k] - m1) ** 2
+            sq_var += weight[k] * (at[k] * at[k] - m2) ** 2
+        if K == 1:  # Laplace's approximation: the posterior as the normal at the mode
+            var = 1.0 / curv
+            m2 = m1 * m1 + var
+            sq_var = 2.0 * var * var + 4.0 * m1 * m1 * var
+        post_mean[t] = m1
+        post_var[t] = var
+        second[t] = m2
+        second_var[t] = sq_var
+        for i in range(lo, hi):
+            s = score[i]
+            ep = 0.0
+            ew = 0.0
+            ed = 0.0
+            cov = 0.0
+            for k in range(K):
+                p = at_node[i - lo, k]
+                w = p * (1.0 - p)
+                ep += weight[k] * p
+                ew += weight[k] * w
+                ed += weight[k] * w * (1.0 - 2.0 * p)
+                cov -= weight[k] * p * (at[k] * at[k] - m2)
+            a = agent[i]
+            match_score[i] = (s - ep) * inv
+            match_info[i] = ew * inv
+            score_sum[a] += (s - ep) * inv
+            info[a] += ew * inv
+            slope[a] += ed * inv
+            cross[a] += 0.5 * cov * inv / tau2
+            if 0.0 < ep < 1.0:
+                leverage = min(ew * inv * (var + agent_var[a]), 0.9)
+                pearson += (s - ep) ** 2 / (ep * (1.0 - ep)) / (1.0 - leverage)
+    return score_sum, info, slope, cross, post_mean, post_var, second, second_var, pearson
+
+
+@numba.njit(cache=True, nogil=True)
+def hessian_matvec(start, agent, weight, curvature, diag, x, out):
+    """out = (diag(diag) − Σ_t w_t w_tᵀ / c_t) x: the agents' negative Hessian with each test case's
+    posterior taken as normal (w_t: ``weight`` of test case t's rows, c_t = ``curvature[t]``)."""
+    for a in range(len(x)):
+        out[a] = diag[a] * x[a]
+    for t in range(len(start) - 1):
+        u = 0.0
+        for i in range(start[t], start[t + 1]):
+            u += weight[i] * x[agent[i]]
+        u /= curvature[t]
+        for i in range(start[t], start[t + 1]):
+            out[agent[i]] -= weight[i] * u
+
+
+@numba.njit(cache=True, nogil=True)
+def hessian_diagonal(start, agent, weight, curvature, diag):
+    """The diagonal of :func:`hessian_matvec`'s matrix (the preconditioner)."""
+    out = diag.copy()
+    for t in range(len(start) - 1):
+        for i in range(start[t], start[t + 1]):
+            out[agent[i]] -= weight[i] * weight[i] / curvature[t]
+    return out

@@ -1,0 +1,190 @@
+"""A logistic model's :class:`~agielo_dagster.rating.rate.RatingResult`: its tables, snapshots and reliability.
+
+The ratings are one fit of every match (:func:`~agielo_dagster.rating.logistic.fit_logistic`); they do not
+depend on the seed or on the table's row order. The snapshots are fits of the matches played by each
+snapshot fraction, in the seed's order of the matches: the first from scratch, each next from the one
+before, by Laplace's approximation (:func:`~agielo_dagster.rating.logistic.fit_logistic`'s
+``quadrature=False``); the last is the ratings themselves.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from . import _kernels
+from .frames import Matches, to_flavour
+from .graph import components, warn_if_disconnected
+from .intervals import interval_ranks, z_of
+from .logistic import CENTRE, LOGIT, ByTestCase, LogisticFit, by_test_case, fit_logistic, relative_variance
+from .order_reliability import RELIABILITY_COLUMNS, OrderReliability
+from .orders import agent_snapshot_fractions, match_orders, snapshot_ends
+from .rate import RatingResult
+from .settings import RatingSettings
+from .tables import from_arrow, snapshot_table, with_ids
+
+__all__ = ["fitted_logistic", "rate_logistic"]
+
+SNAPSHOT_TOLERANCE = 1e-3  # logits (0.17 Elo): a snapshot's fit stops there
+
+
+def _is_binary(score: np.ndarray) -> bool:
+    return bool(np.all((score == 0.0) | (score == 1.0)))
+
+
+def fitted_logistic(m: Matches, settings: RatingSettings, start: LogisticFit | None = None):
+    """(agent μ, test-case μ, the fit) in Elo, with the fit warm-starting from ``start`` (a fit of nearly these matches)."""
+    _, a_comp, _ = components(m)
+    data = by_test_case(m)
+    warm = {} if start is None or len(start.theta) != m.n_agents or len(start.mode) != m.n_test_cases else _warm(start)
+    fit = fit_logistic(data, a_comp, binary=_is_binary(m.score), **warm)
+    return CENTRE + LOGIT * fit.theta, CENTRE + LOGIT * fit.beta_mean, fit
+
+
+def _warm(fit: LogisticFit) -> dict:
+    return dict(theta=fit.theta, tau2=fit.tau2, phi=fit.phi, mode=fit.mode)
+
+
+def rate_logistic(m: Matches, settings: RatingSettings, *, warn: bool = True) -> RatingResult:
+    """:func:`~agielo_dagster.rating.rate` of a logistic model (``settings.model`` "rasch" or "2pl")."""
+    if settings.model != "rasch":
+        raise NotImplementedError(settings.model)
+    n, n_a, n_t = len(m), m.n_agents, m.n_test_cases
+    n_components, a_comp, t_comp = components(m)
+    if warn:
+        warn_if_disconnected(n_components, a_comp, m.agent_ids, "rate")
+    binary = _is_binary(m.score)
+    data = by_test_case(m)
+    fit = fit_logistic(data, a_comp, binary=binary)
+    # binary scores: the model's own variance; graded ones: the sandwich (their variance is not the model's)
+    sd = LOGIT * np.sqrt(relative_variance(fit, data, a_comp, sandwich=not binary))
+    a_mu = _same_for_same_results(m, CENTRE + LOGIT * fit.theta)
+    sd = _same_for_same_results(m, sd)
+    z = z_of(settings.level)
+    lo, hi = a_mu - z * sd, a_mu + z * sd
+    rank, rank_lo, rank_hi = interval_ranks(lo, hi, a_comp)
+    a_n, a_score, a_metric, t_n, t_score, t_metric = _kernels.summaries(m.agent, m.test_case, m.score, m.metric, n_a, n_t)
+    agents = pd.DataFrame(
+        {
+            "agent_id": m.agent_ids,
+            "mu": a_mu,
+            "sigma": sd,
+            "matches": a_n,
+            "mean_score": a_score / a_n,
+            "mean_metric": a_metric / a_n,
+            "mu_lo": lo,
+            "mu_hi": hi,
+            "rank": rank,
+            "rank_lo": rank_lo,
+            "rank_hi": rank_hi,
+            "component": a_comp,
+        }
+    )
+    t_mu = CENTRE + LOGIT * fit.beta_mean
+    arrow_ids = not isinstance(m.test_case_ids, np.ndarray)
+    test_cases = pd.DataFrame(
+        {
+            **({} if arrow_ids else {"test_case_id": m.test_case_ids}),
+            "mu": t_mu,
+            "sigma": LOGIT * np.sqrt(fit.beta_var),
+            "matches": t_n,
+            "mean_score": 1.0 - t_score / t_n,
+            "mean_metric": t_metric / t_n,
+            "component": t_comp,
+        }
+    )
+    snapshots, reliability = _snapshots(m, data, fit, a_comp, settings, binary)
+    flavour = m.flavour
+    return RatingResult(
+        test_cases=with_ids(test_cases, m.test_case_ids, flavour),
+        agents=to_flavour(agents, flavour),
+        snapshots=from_arrow(snapshots, flavour),
+        reliability=None if reliability is None else to_flavour(reliability, flavour),
+        settings=settings.reproducing(),
+        n_matches=n,
+        n_components=n_components,
+    )
+
+
+def _same_for_same_results(m: Matches, values: np.ndarray) -> np.ndarray:
+    """``values`` with every agent whose results equal another's (the same scores on the same test cases) given the
+    first such agent's value: equal in exact arithmetic, and now to the bit (a dense inverse treats rows in turn)."""
+    mix = (m.test_case.astype(np.uint64) + np.uint64(1)) * np.uint64(0x9E3779B97F4A7C15)
+    mix ^= m.score.view(np.uint64) * np.uint64(0xC2B2AE3D27D4EB4F)
+    mix ^= mix >> np.uint64(29)
+    keys = np.zeros((m.n_agents, 3), dtype=np.uint64)
+    np.add.at(keys[:, 0], m.agent, mix)
+    np.add.at(keys[:, 1], m.agent, mix * np.uint64(0x165667B19E3779F9))
+    np.add.at(keys[:, 2], m.agent, np.uint64(1))
+    _, first, group = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+    return values[first[group.ravel()]]
+
+
+def _subset(data: ByTestCase, keep: np.ndarray) -> tuple[ByTestCase, np.ndarray]:
+    """The canonical matches where ``keep``, with the test cases that still have one: (data, their codes)."""
+    counts = np.add.reduceat(keep.astype(np.int64), data.start[:-1]) if data.n_test_cases else np.zeros(0, np.int64)
+    played = np.flatnonzero(counts)
+    start = np.zeros(len(played) + 1, dtype=np.int64)
+    np.cumsum(counts[played], out=start[1:])
+    return ByTestCase(start, data.agent[keep], data.score[keep], data.n_agents), played
+
+
+def _snapshots(m: Matches, data: ByTestCase, fit: LogisticFit, a_comp: np.ndarray, settings: RatingSettings, binary: bool):
+    """The snapshot table and the reliability table (None without ``with_reliability``)."""
+    n, n_a, n_t = len(m), m.n_agents, m.n_test_cases
+    a_fractions = agent_snapshot_fractions(settings.snapshot_fractions, n, n_a)
+    t_fractions = np.asarray(settings.test_case_snapshot_fractions, dtype=np.float64)
+    fractions = np.asarray(settings.snapshot_fractions, dtype=np.float64)
+    every = np.union1d(fractions, t_fractions)
+    ends = snapshot_ends(every, n)
+    (order,) = match_orders(n, seed=settings.seed, row_order=settings.row_order)
+    # each canonical row's place in the order of play
+    canonical = np.lexsort((m.agent, m.test_case))
+    place = np.empty(n, dtype=np.int64)
+    place[order] = np.arange(n)
+    place = place[canonical]
+    measurer = None
+    if settings.with_reliability:
+        measurer = OrderReliability(m.agent[order], m.test_case[order], m.score[order], n_a, n_t)
+    a_mu_at, a_sig_at, t_mu_at, t_sig_at, rows = [], [], [], [], []
+    start = None
+    for f, end in zip(every, ends, strict=True):
+        if end >= n:
+            theta, beta, beta_var, part = fit.theta, fit.beta_mean, fit.beta_var, np.arange(n_t)
+        else:
+            sub, part = _subset(data, place < end)
+            warm = {} if start is None else dict(theta=start.theta, tau2=start.tau2, phi=start.phi)
+            start = fit_logistic(sub, a_comp, binary=binary, quadrature=False, tolerance=SNAPSHOT_TOLERANCE, **warm)
+            theta, beta, beta_var = start.theta, start.beta_mean, start.beta_var
+        a_played = np.bincount(m.agent[order[:end]], minlength=n_a)
+        mu = np.where(a_played > 0, CENTRE + LOGIT * theta, np.nan)
+        t_mu = np.full(n_t, np.nan)
+        t_mu[part] = CENTRE + LOGIT * beta
+        t_sd = np.full(n_t, np.nan)
+        t_sd[part] = LOGIT * np.sqrt(beta_var)
+        if np.isin(f, a_fractions):
+            a_mu_at.append(mu)
+            a_sig_at.append(np.full(n_a, np.nan))
+        if np.isin(f, t_fractions):
+            t_mu_at.append(t_mu)
+            t_sig_at.append(t_sd)
+        if measurer is not None and np.isin(f, fractions):
+            rows.append((f, *_measure(m, order, end, mu, t_mu, measurer, a_played)))
+    table = snapshot_table(a_fractions, m.agent_ids, a_mu_at, a_sig_at, t_fractions, m.test_case_ids, t_mu_at, t_sig_at)
+    if measurer is None:
+        return table, None
+    reliability = pd.DataFrame(rows, columns=list(RELIABILITY_COLUMNS[:-1]))
+    reliability["matches_outside_bins"] = reliability["matches_outside_bins"].astype(np.int64)
+    reliability["orders"] = np.zeros(len(reliability), dtype=np.int64)  # no orders: every row is one fit
+    return table, reliability
+
+
+def _measure(m: Matches, order: np.ndarray, end: int, a_mu, t_mu, measurer: OrderReliability, a_played: np.ndarray):
+    """ρ of the test cases and agents with their mean metric so far, and the binned errors, after ``end`` matches."""
+    first = order[:end]
+    agent, test_case, metric = m.agent[first], m.test_case[first], m.metric[first]
+    a_count, a_sum = np.bincount(agent, minlength=m.n_agents), np.bincount(agent, metric, m.n_agents)
+    t_count, t_sum = np.bincount(test_case, minlength=m.n_test_cases), np.bincount(test_case, metric, m.n_test_cases)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        a_mean, t_mean = a_sum / a_count, t_sum / t_count
+    return measurer.measure(np.nan_to_num(a_mu), np.nan_to_num(t_mu), a_mean, t_mean, a_played)
