@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 from agielo_dagster.resources.storage import ObjectStorage
 
-from agielo_dagster.domain.ledger import read_scoring
+from agielo_dagster.domain.ledger import read_model, read_scoring
 from agielo_dagster.rating.schema import MATCH_COLUMNS
 
 from .common import benchmark_asset, frame_table
@@ -18,18 +18,7 @@ from .common import benchmark_asset, frame_table
 
 class UncertaintyConfig(dg.Config):
     resamples: int = 200
-    orders: int = 8
-    shuffles: int | None = None  # the earlier name of orders: still read, with a warning
     seed: int = 42
-
-
-def _orders_of(config: UncertaintyConfig) -> int:
-    """``orders``, or ``shuffles`` (its earlier name, which wins as before) with the engine's one warning."""
-    from agielo_dagster.rating.settings import take_old_names  # here: the engine loads numba
-
-    given = {"shuffles": config.shuffles}
-    take_old_names(given)
-    return given.get("orders", config.orders)
 
 
 def _nightly(description: str) -> dict:
@@ -42,9 +31,10 @@ def _nightly(description: str) -> dict:
         "agent_ratings": dg.AssetIn(metadata={"columns": ["agent_id", "mu", "rank"], "pandas": True}),
     },
     **_nightly(
-        "AGI-Elo against Plackett-Luce (ONEBench), Rasch (1PL IRT) and the mean metric: Kendall τ, Spearman ρ "
-        "and top-k agreement of the agent rankings, per pair of methods, among the agents with a rank (jointly "
-        "rated in the main component; provisional, disconnected and unplaced agents are left out). Materialized nightly."
+        "The benchmark's ratings against the AGI-Elo paper's Glicko pass, Plackett-Luce (ONEBench) and the mean "
+        "metric: Kendall τ, Spearman ρ and top-k agreement of the agent rankings, per pair of methods, among the agents "
+        "with a rank (jointly rated in the main component; provisional, disconnected and unplaced agents are left out). "
+        "Materialized nightly."
     ),
 )
 def estimator_comparison(
@@ -52,7 +42,7 @@ def estimator_comparison(
 ) -> pd.DataFrame:
     from scipy.stats import kendalltau, spearmanr
 
-    from agielo_dagster.rating import plackett_luce, rasch
+    from agielo_dagster.rating import plackett_luce, rate
 
     # only agents with a rank are compared: a provisional, disconnected or unplaced agent has none (and no
     # matches in the joint table, or only in another component), so the other methods cannot rank it beside them
@@ -62,7 +52,7 @@ def estimator_comparison(
         match_tables = match_tables[keep].assign(agent_id=lambda m: m["agent_id"].astype(str))
     ratings = pd.DataFrame({"agielo": ranked.set_index("agent_id")["mu"]})
     ratings["plackett_luce"] = plackett_luce(match_tables, alpha=0.1, by="score").set_index("agent_id")["rating"]
-    ratings["rasch"] = rasch(match_tables)[0].set_index("agent_id")["rating"]
+    ratings["glicko"] = rate(match_tables, model="glicko", with_reliability=False).agents.set_index("agent_id")["mu"]
     ratings["mean_metric"] = match_tables.groupby("agent_id", observed=True)["score"].mean()
     k = min(5, len(ratings))
     rows = []
@@ -96,34 +86,20 @@ def estimator_comparison(
     ins={"match_tables": dg.AssetIn(metadata={"columns": list(MATCH_COLUMNS), "pandas": True})},
     **_nightly(
         "Bootstrap confidence intervals (resampling test cases) of agent ratings, competency gaps and "
-        "Plackett-Luce ratings, and the spread of AGI-Elo ratings across match orders. Materialized nightly."
+        "Plackett-Luce ratings. Materialized nightly."
     ),
 )
 def rating_uncertainty(context: dg.AssetExecutionContext, config: UncertaintyConfig, match_tables: pd.DataFrame) -> pd.DataFrame:
-    from agielo_dagster.rating import bootstrap, rate
+    from agielo_dagster.rating import bootstrap
 
     table = bootstrap(match_tables, n_resamples=config.resamples, seed=config.seed)
-    orders = rate(match_tables, seed=config.seed, orders=_orders_of(config), with_reliability=False).agents
-    spread = pd.DataFrame(
-        {
-            "agent_id": orders["agent_id"],
-            "quantity": "rating_across_orders",
-            "estimate": orders["mu"],
-            "low": orders["mu"] - 1.96 * orders["mu_order_sd"],
-            "high": orders["mu"] + 1.96 * orders["mu_order_sd"],
-            "sd": orders["mu_order_sd"],
-        }
-    )
-    table = pd.concat([table, spread], ignore_index=True)
     ratings = table[table["quantity"] == "rating"].sort_values("estimate", ascending=False)
     context.add_output_metadata(
         {
             "resamples": config.resamples,
-            "orders": _orders_of(config),
             "seed": config.seed,
             "rating_intervals": frame_table(ratings, ["agent_id", "estimate", "low", "high"], limit=10),
             "median_rating_ci_width": float(np.median(ratings["high"] - ratings["low"])),
-            "median_order_sd": float(np.median(orders["mu_order_sd"])),
         }
     )
     return table
@@ -134,7 +110,7 @@ def rating_uncertainty(context: dg.AssetExecutionContext, config: UncertaintyCon
     **_nightly(
         "The held-out predictive check beside reliability_reports: 5-fold over matches, each match predicted from "
         "ratings fitted without it; log-loss and Brier score (binary metrics) or MAE in metric units (graded), for "
-        "AGI-Elo, AGI-Elo with σ, AGI-Elo through a calibrated link (graded), Rasch, the additive two-way model, and "
+        "the ratings, the ratings with σ, the ratings through a calibrated link (graded), the additive two-way model, and "
         "the agent-mean and test-case-mean baselines; the metadata name the default prediction, its margin over the "
         "baselines and a verdict. Materialized nightly."
     ),
@@ -144,7 +120,8 @@ def reliability_heldout(context: dg.AssetExecutionContext, storage: ObjectStorag
     from agielo_dagster.rating.heldout import heldout_summary
 
     scoring = read_scoring(storage.store, context.partition_key)
-    table = heldout_check(match_tables, folds=5, seed=0, scoring=scoring).to_pandas()
+    settings = {"model": read_model(storage.store, context.partition_key)}  # the benchmark's model, as rated
+    table = heldout_check(match_tables, folds=5, seed=0, scoring=scoring, settings=settings).to_pandas()
     summary = {k: round(float(v), 4) if isinstance(v, float) else v for k, v in heldout_summary(table).items()}
     context.add_output_metadata({"check": frame_table(table, list(table.columns), limit=20, digits=4), **summary})
     return table

@@ -10,10 +10,10 @@ from agielo_dagster.resources.storage import ObjectStorage
 from agielo_dagster.resources.warehouse import free_previous_steps
 
 from agielo_dagster.domain.layout import warehouse_path
-from agielo_dagster.domain.ledger import read_scoring
+from agielo_dagster.domain.ledger import read_model, read_scoring
 from agielo_dagster.domain.lineage import RATING_VERSION
 from agielo_dagster.domain.standing import FRAGILITY_KEY
-from agielo_dagster.rating.frames import plain_ids, row_positions
+from agielo_dagster.rating.frames import row_positions
 from agielo_dagster.rating.predict import competency_gaps
 from agielo_dagster.rating.schema import MATCH_COLUMNS
 
@@ -68,13 +68,12 @@ def ratings(context: dg.AssetExecutionContext, storage: ObjectStorage):
         digest = stored_digest(store, path)
         source = store.parquet_source(path)
         partial = store.read_table(warehouse_path("provisional_matches", context.partition_key), columns=list(MATCH_COLUMNS))
+        model = read_model(store, context.partition_key)
     # straight from the parquet file, a row group at a time: no match table is held in memory
-    settings = RatingSettings(seed=SEED)  # the engine's defaults otherwise (DEFAULT_ORDERS orders, refined)
+    settings = RatingSettings(seed=SEED, model=model)  # benchmark.yaml's model, the engine's defaults otherwise
     result = rate_parquet(source, settings=settings)
     reliability_table, yardstick = reliability_with_yardstick(context, store, path, result)
-    # refined ratings: provisional agents are placed on the refined scale, against the rated agents' results on their test cases
-    rated_rows = rows_on_test_cases(source, partial.column("test_case_id")) if result.settings["refine"] else None
-    agent_table = with_provisional_agents(result.agents, result.test_cases, partial, rated_rows)
+    agent_table = with_provisional_agents(result.agents, result.test_cases, partial, model)
     agents = agent_table.to_pandas().sort_values(["rank", "mu", "agent_id"], ascending=[True, False, True])
     by_status = agents["status"].value_counts()
     # the ten hardest in Arrow: a wide benchmark's millions of test-case rows are not converted for them (issue 25)
@@ -82,16 +81,17 @@ def ratings(context: dg.AssetExecutionContext, storage: ObjectStorage):
     mu = hardest.column("mu")
     key = pa.table({"mu": pc.if_else(pc.is_nan(mu), float("-inf"), mu)})  # as nlargest: NaN never among them
     hardest = hardest.take(pc.select_k_unstable(key, 10, [("mu", "descending")])).to_pandas().dropna(subset=["mu"])
-    # fragility of #1 (issue 22), re-rated as the ratings were (refined or not): in the metadata, and in the table's
-    # own parquet metadata, which the report and the explorer read
-    fragility = fragility_metadata(context, store, path, agents, result.n_matches, refine=result.settings["refine"])
+    # fragility of #1 (issue 22), re-rated as the ratings were: in the metadata, and in the table's own parquet
+    # metadata, which the report and the explorer read
+    fragility = fragility_metadata(context, store, path, agents, result.n_matches, result.settings)
     recorded = {**(agent_table.schema.metadata or {}), FRAGILITY_KEY.encode(): json.dumps(fragility, sort_keys=True).encode()}
     agent_table = agent_table.replace_schema_metadata(recorded)
     final = result.reliability.to_pandas().iloc[-1]
     common = {
         "inputs_digest": digest,
+        "model": settings.model,
         "seed": settings.seed,
-        "orders": settings.orders,
+        **({"orders": settings.orders} if settings.model == "glicko" else {}),
         "code_version": RATING_VERSION,
         "matches": result.n_matches,
         "components": result.n_components,
@@ -152,11 +152,10 @@ FRAGILITY_MAX_MATCHES = 200_000
 simulated matches: 11 re-ratings, about 8 times one `rate` call), which would dominate a leaderboard's re-rating."""
 
 
-def fragility_metadata(context, store, path: str, agents: pd.DataFrame, n_matches: int, *, refine: bool = True) -> dict:
+def fragility_metadata(context, store, path: str, agents: pd.DataFrame, n_matches: int, settings: dict) -> dict:
     """``fragility_of_first`` and its companions for ``agent_ratings``: the fewest test cases whose removal
     changes who is first, among the jointly rated agents of the main component, against the top tier
     (``rank == 1``: the agents whose intervals overlap the leader's)."""
-    from agielo_dagster.rating import DEFAULT_ORDERS
     from agielo_dagster.rating.fragility import fragility_of_first
 
     joint = agents[agents["status"] == "rated"]  # the main component's jointly rated agents
@@ -169,7 +168,7 @@ def fragility_metadata(context, store, path: str, agents: pd.DataFrame, n_matche
     ids = joint["agent_id"].astype(str)
     tier = ids[joint["rank"] == 1].tolist()
     try:
-        found = fragility_of_first(matches, tier=tier, candidates=ids.tolist(), seed=SEED, orders=DEFAULT_ORDERS, refine=refine)
+        found = fragility_of_first(matches, tier=tier, candidates=ids.tolist(), settings=settings)
     except ValueError as exc:  # a figure beside the ratings never fails their run
         context.log.warning(f"fragility of first not computed: {exc}")
         return {"fragility_method": f"not computed: {exc}"}
@@ -191,30 +190,11 @@ def reliability_with_yardstick(context: dg.AssetExecutionContext, store, path: s
     return with_yardstick(result.reliability, yardstick), yardstick
 
 
-def rows_on_test_cases(source, test_case_ids: pa.ChunkedArray) -> pa.Table:
-    """``test_case_id, agent_id, score`` of the benchmark's matches on these test cases, read one row group at a
-    time from the parquet ``source``: memory is the rows kept plus one row group's columns (none when no id is given)."""
-    import pyarrow.parquet as pq
-
-    columns = ["test_case_id", "agent_id", "score"]
-    ids = pc.unique(test_case_ids.cast(pa.string()))
-    file = pq.ParquetFile(source)
-    kept = [plain_ids(file.schema_arrow.empty_table().select(columns))]
-    for k in range(file.num_row_groups if len(ids) else 0):
-        group = file.read_row_group(k, columns=columns, use_threads=False)
-        kept.append(plain_ids(group.filter(pc.is_in(group.column("test_case_id").cast(pa.string()), value_set=ids))))
-    return pa.concat_tables(kept)
-
-
-def with_provisional_agents(
-    agents: pa.Table, test_cases: pa.Table, partial: pa.Table, rated_matches: pa.Table | None = None
-) -> pa.Table:
+def with_provisional_agents(agents: pa.Table, test_cases: pa.Table, partial: pa.Table, model: str) -> pa.Table:
     """The joint agents, the provisional ones placed against the frozen ratings, and every agent's status.
 
-    ``rated_matches`` (the benchmark's matches on the partial uploads' test cases, when its ratings were
-    refined): each provisional agent is placed on the refined scale, by the refinement's pairwise equations
-    against the rated agents of its component (``place_provisional_agents`` with ``rated_matches``); None
-    (Glicko ratings): by Glicko replay against the frozen test-case ratings.
+    Each provisional agent is placed under the benchmark's ``model`` against the frozen test-case ratings
+    (``place_provisional_agents``): on the scale of the joint ratings.
 
     A provisional agent gets its interval at the joint table's level; only its test cases that the
     benchmark rates are used, in one component: the main one when any of them lies there (else the
@@ -230,7 +210,7 @@ def with_provisional_agents(
     from agielo_dagster.rating.standing import agent_standings
 
     joint = agents.append_column("provisional", pa.array([False] * agents.num_rows))
-    rows, counts = _placed_partial_uploads(joint, test_cases, partial, rated_matches)
+    rows, counts = _placed_partial_uploads(joint, test_cases, partial, model)
     table = pa.concat_tables([joint, rows]) if rows is not None else joint
     standings = agent_standings(table.to_pandas(), counts)
     schema = joint.schema.append(pa.field("status", pa.string())).append(pa.field("status_reason", pa.string()))
@@ -239,7 +219,7 @@ def with_provisional_agents(
 
 
 def _placed_partial_uploads(
-    joint: pa.Table, test_cases: pa.Table, partial: pa.Table, rated_matches: pa.Table | None
+    joint: pa.Table, test_cases: pa.Table, partial: pa.Table, model: str
 ) -> tuple[pa.Table | None, pd.DataFrame]:
     """The provisional agents' rows, and per partial upload its test cases, unknown ones and ones outside its component."""
     counts = pd.DataFrame({"agent_id": [], "test_cases": [], "unknown": [], "outside": []})
@@ -273,12 +253,7 @@ def _placed_partial_uploads(
         theirs = test_cases if single else test_cases.filter(pc.equal(components, int(c)))
         mine = partial.filter(pa.array(used & (results["component"] == c).to_numpy()))
         ref = joint.filter(pc.and_(pc.equal(joint.column("component"), int(c)), pc.invert(joint.column("provisional"))))
-        refined = (
-            {}
-            if rated_matches is None
-            else {"rated_matches": rated_matches, "rated_agents": ref.select(["agent_id", "mu", "sigma"])}
-        )
-        placed = place_provisional_agents(mine, theirs, level=DEFAULT_LEVEL, **refined)
+        placed = place_provisional_agents(mine, theirs, level=DEFAULT_LEVEL, model=model)
         ref_lo, ref_hi = (ref.column(k).to_numpy(zero_copy_only=False) for k in ("mu_lo", "mu_hi"))
         best, worst = ranks_among(placed["mu_lo"], placed["mu_hi"], ref_lo, ref_hi)
         frames.append(placed.assign(component=int(c), rank_lo=best, rank_hi=worst))

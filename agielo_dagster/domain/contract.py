@@ -6,6 +6,7 @@
     scoring: identity          # identity | binary | minmax
     params: {}                 # e.g. {lo: 0, hi: 10, higher_is_better: false}
     description: free text     # optional
+    model: rasch               # optional: rasch (the default) | 2pl | glicko (the AGI-Elo paper's)
 
 Every rejection is an :class:`IngestError` naming the file, the row (1-based data row; for
 csv and jsonl also the line) and the rule.
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 import yaml
 
 from ..rating.scoring import Scoring, ScoringError, make_scoring
+from ..rating.settings import DEFAULT_MODEL, MODELS
 
 __all__ = [
     "MAX_COLUMNS",
@@ -57,7 +59,7 @@ MAX_QUOTED_CHARS = 40  # a value quoted in a message (longer values are cut with
 MAX_REPORT_CHARS = 1000  # a rejection naming several rules (one problem of each, in file order)
 MAX_ROWS_NAMED = 3  # more rows breaking a rule, named by number after the first (the rest are counted)
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
-_SPEC_KEYS = {"metric", "scoring", "params", "description", "full_coverage"}
+_SPEC_KEYS = {"metric", "scoring", "params", "description", "full_coverage", "model"}
 DEFAULT_FULL_COVERAGE = 0.8  # an upload covering less than this share of the largest upload is provisional
 
 
@@ -169,6 +171,7 @@ class BenchmarkSpec:
     scoring: Scoring
     description: str = ""
     full_coverage: float = DEFAULT_FULL_COVERAGE
+    model: str = DEFAULT_MODEL
     raw: dict = field(default_factory=dict, compare=False, repr=False)
 
 
@@ -225,6 +228,9 @@ def parse_benchmark_spec(text: bytes | str, benchmark: str, file: str) -> Benchm
         problems.add(
             None, "spec_full_coverage", f"benchmark.yaml full_coverage must be a number in (0, 1], got {full_coverage!r}"
         )
+    model = spec.get("model", DEFAULT_MODEL)
+    if model not in MODELS:
+        problems.add(None, "spec_model", f"benchmark.yaml model must be one of {', '.join(MODELS)}, got {model!r}")
     problems.raise_if_any()
     return BenchmarkSpec(
         name=benchmark,
@@ -232,5 +238,6 @@ def parse_benchmark_spec(text: bytes | str, benchmark: str, file: str) -> Benchm
         scoring=scoring,
         description=description.strip(),
         full_coverage=float(full_coverage),
+        model=model,
         raw=spec,
     )

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..rating.settings import DEFAULT_MODEL
 from .contract import DEFAULT_FULL_COVERAGE, MAX_REPORT_CHARS, MAX_SPEC_BYTES, BenchmarkSpec, IngestError, parse_benchmark_spec
 from .copies import AcceptedCopies, SmallUploads, is_small, write_copies
 from .layout import (
@@ -57,6 +58,7 @@ __all__ = [
     "first_accepted",
     "read_accepted",
     "read_ledger",
+    "read_model",
     "read_scoring",
     "read_summary",
     "refresh_ledger",
@@ -136,7 +138,9 @@ class Ledger:
     @property
     def rows_digest(self) -> str:
         """A fingerprint of the ledger's content (recorded in its file, so readers need only the footer)."""
-        text = json.dumps([self.spec_version, self.scoring, self.full_coverage, list(self.rows)], sort_keys=True, default=str)
+        text = json.dumps(
+            [self.spec_version, self.scoring, self.full_coverage, self.model, list(self.rows)], sort_keys=True, default=str
+        )
         return "sha256:" + hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def to_table(self) -> pa.Table:
@@ -147,6 +151,7 @@ class Ledger:
             "scoring": self.scoring,
             "description": self.description,
             "full_coverage": self.full_coverage,
+            "model": self.model,
             "rows_digest": self.rows_digest,
         }
         return table.replace_schema_metadata({b"agielo": json.dumps(meta, sort_keys=True).encode()})
@@ -206,6 +211,7 @@ def read_ledger(store: Store, benchmark: str) -> Ledger | None:
         meta.get("scoring", ""),
         meta.get("description", ""),
         float(meta.get("full_coverage", DEFAULT_FULL_COVERAGE)),
+        meta.get("model", DEFAULT_MODEL),
     )
 
 
@@ -272,6 +278,17 @@ def read_scoring(store: Store, benchmark: str):
         return None
     meta = _metadata(schema)
     return None if meta is None else _scoring_of(meta.get("scoring", ""))
+
+
+def read_model(store: Store, benchmark: str) -> str:
+    """The rating model benchmark.yaml names, read from the stored ledger's footer (the default where there is none)."""
+    try:
+        meta = _metadata(store.read_schema(ledger_path(benchmark)))
+    except StorageError:
+        raise
+    except Exception:  # noqa: BLE001 - missing or truncated, as read_ledger
+        meta = None
+    return (meta or {}).get("model", DEFAULT_MODEL)
 
 
 def _metadata(schema: pa.Schema) -> dict | None:
@@ -534,6 +551,7 @@ def refresh_ledger(
         scoring,
         spec.description if spec else "",
         spec.full_coverage if spec else DEFAULT_FULL_COVERAGE,
+        spec.model if spec else DEFAULT_MODEL,
     )
     changed = [r for p, r in sorted(rows.items()) if previous.get(p) != r]
     changed += [{**r, "status": "removed"} for p, r in sorted(previous.items()) if p not in rows]

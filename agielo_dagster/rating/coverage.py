@@ -64,18 +64,17 @@ def replicate(
     n_agents: int = 30,
     n_test_cases: int = 400,
     level: float = 0.95,
-    refine: bool = True,
     **rate_kwargs,
 ) -> Replication:
-    """Draw one benchmark of the regime, rate it with :func:`rate` (``refine``, ``rate_kwargs``), and score its intervals."""
+    """Draw one benchmark of the regime, rate it with :func:`rate` (``rate_kwargs``), and score its intervals."""
     from .intervals import z_of
-    from .rate import rate
+    from .ratings import rate
 
     rng = np.random.default_rng(seed)
     true_agents = rng.normal(1500.0, sd, n_agents)
     true_test_cases = rng.normal(1500.0, sd, n_test_cases)
     matches = simulate_matches(true_test_cases, true_agents, seed=seed + 1, outcome=outcome, coverage=coverage)
-    agents = rate(matches, seed=seed, with_reliability=False, level=level, refine=refine, **rate_kwargs).agents
+    agents = rate(matches, seed=seed, with_reliability=False, level=level, **rate_kwargs).agents
     idx = agents["agent_id"].str.slice(6).astype(int).to_numpy()
     truth = true_agents[idx]
     mu, lo, hi = (agents[c].to_numpy() for c in ("mu", "mu_lo", "mu_hi"))

@@ -6,14 +6,10 @@ and bootstrap intervals do not show it. :func:`fragility_of_first` answers that 
 top tier (the leader and the agents whose intervals overlap it).
 
 "First" is what the ratings publish: the agent with the highest μ among ``candidates`` (the main
-component's agents), with μ the mean over ``orders`` match orders of sequential Glicko, refined as
-:func:`~agielo_dagster.rating.rate` refines it by default (``refine``; the joint refinement of
-:mod:`~agielo_dagster.rating.refine`), exactly as ``rate`` computes it (the fast path of
-:func:`~agielo_dagster.rating.glicko.final_ratings`, without tables). Every re-rating of the search
-is refined too, so in a near tie where the Glicko and refined leaders differ the search starts
-from, and flips, the leader the ratings report; the refinement adds a pass over the pairs of
-agents sharing a test case and a Newton solve on n_agents × n_agents matrices to each re-rating.
-Removing a test case removes every match it took part in.
+component's agents), rated as the benchmark is (``settings``: its model, and Glicko's seed and
+orders), by :func:`~agielo_dagster.rating.ratings.fitted_ratings` (no tables). A logistic model's
+re-ratings start from the whole benchmark's fit: a few passes each. Removing a test case removes
+every match it took part in.
 
 Two methods:
 
@@ -23,9 +19,9 @@ Two methods:
 - ``approx`` (large ones): a one-step approximation ranks the test cases by how much they favour the
   leader over each challenger. With the test-case ratings held fixed, an agent's rating solves its
   score equation Σₜ (Sₜ − Eₜ) = 0, so removing test case t moves it by about
-  −(Sₜ − Eₜ) / (q Σ E(1 − E)) (q = ln 10 / 400). On refined ratings the one step is the refinement's:
-  its pairwise equations lose test case t's term U_t, and every agent moves by −H⁻¹ q U_t (H their
-  Jacobian). Removing the test cases in order of their effect on
+  −(Sₜ − Eₜ) / (q Σ E(1 − E)) (q = ln 10 / 400; Glicko's ratings). A logistic model's one step is
+  its own: the agents' score loses test case t's part u_t and every agent moves by −H⁻¹ u_t (H the
+  fit's Hessian; one solve per challenger). Removing the test cases in order of their effect on
   μ_leader − μ_challenger, the prefix that closes the gap is re-rated for real, and lengthened (or
   shortened) until the re-rated leader changes. The answer is verified, so it is an upper bound on
   the exact one: removing those test cases does change who is first; fewer might. When no prefix
@@ -38,12 +34,15 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from .frames import Matches, MatchTableError, Plain, Table, encode_matches
+from .logistic_rate import gap_steps
+from .ratings import Fitted, fitted_ratings
+from .settings import RatingSettings, Setting
 
 __all__ = ["Fragility", "fragility_of_first"]
 
@@ -104,13 +103,10 @@ def fragility_of_first(
     *,
     tier: Sequence[str] | None = None,
     candidates: Sequence[str] | None = None,
-    seed: int | None = 42,
-    orders: int | None = None,
+    settings: Mapping[str, Setting] | None = None,
     max_subsets: int = 2000,
     max_exact_matches: int = 10_000_000,
     max_removals: int | None = None,
-    workers: int | None = None,
-    refine: bool | None = None,
 ) -> Fragility:
     """The fewest test cases whose removal changes which agent is rated first.
 
@@ -123,27 +119,19 @@ def fragility_of_first(
         ``agent_ratings``). Default, or when it holds the leader alone: the runner-up by μ.
     candidates : sequence of str, optional
         The agents that can be first (default: every agent; pass the main component's agents).
-    seed, orders : int, int
-        The ratings' settings, as :func:`~agielo_dagster.rating.rate` (default ``DEFAULT_ORDERS``).
+    settings : mapping, optional
+        The ratings' settings (a result's ``settings``, or :class:`~agielo_dagster.rating.RatingSettings`'
+        fields; default: :func:`~agielo_dagster.rating.rate`'s defaults).
     max_subsets, max_exact_matches : int, int
         The exact search runs when it needs at most ``max_subsets`` re-ratings and at most
-        ``max_exact_matches`` matches re-rated in all (each re-rating plays every remaining match
-        ``orders`` times); else the verified approximation is the answer.
+        ``max_exact_matches`` matches re-rated in all; else the verified approximation is the answer.
     max_removals : int, optional
         Search no further than this many test cases (default: half of them).
-    workers : int, optional
-        Threads per re-rating.
-    refine : bool or None
-        Whether the ratings are refined, as :func:`~agielo_dagster.rating.rate`'s ``refine`` (None:
-        unless ``orders`` is 1). Pass the rated result's ``settings["refine"]``.
 
     Returns
     -------
     Fragility
     """
-    from .settings import DEFAULT_ORDERS
-
-    orders = DEFAULT_ORDERS if orders is None else orders
     for name, value in (("max_subsets", max_subsets), ("max_exact_matches", max_exact_matches)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
             raise ValueError(f"{name} must be an integer >= 0, got {value!r}")
@@ -160,8 +148,7 @@ def fragility_of_first(
     if allowed.sum() < 2:
         raise MatchTableError("fragility of first needs at least 2 candidate agents (rule: two_agents)", rule="two_agents")
     limit = m.n_test_cases // 2 if max_removals is None else int(max_removals)
-    refine = orders != 1 if refine is None else bool(refine)
-    search = _Search(m, allowed, seed, orders, workers, refine)
+    search = _Search(m, allowed, RatingSettings.of(settings or {}))
     a_mu, t_mu = search.ratings(np.ones(m.n_test_cases, dtype=bool))
     leader = search.first(a_mu)
     challengers = [int(np.flatnonzero(ids == a)[0]) for a in (tier or ()) if a != ids[leader]]
@@ -170,7 +157,7 @@ def fragility_of_first(
         challengers = [int(order[1])]
     tier_ids = (str(ids[leader]), *sorted(str(ids[c]) for c in challengers))
 
-    ranked = _ranked_removals(m, a_mu, t_mu, leader, challengers, search.refine)
+    ranked = _ranked_removals(search, m, a_mu, t_mu, leader, challengers)
     approx = _verified_prefix(search, ranked, leader, limit)
     if approx is None:
         approx = _stepwise(search, leader, challengers, min(limit, MAX_STEPS))
@@ -200,27 +187,19 @@ def fragility_of_first(
 class _Search:
     """Re-rates the benchmark without some test cases and says who is first; counts its calls."""
 
-    def __init__(self, m: Matches, allowed: np.ndarray, seed, orders: int, workers, refine: bool = False):
-        self.m, self.allowed, self.seed, self.orders, self.workers = m, allowed, seed, orders, workers
-        self.refine = refine
+    def __init__(self, m: Matches, allowed: np.ndarray, settings: RatingSettings):
+        self.m, self.allowed, self.settings = m, allowed, settings
         self.calls = 0
-        self.correction = None  # the full benchmark's de-bias, which every subset's re-rating reuses
+        self.whole: Fitted | None = None  # the whole benchmark's fit, where every re-rating starts
 
     def ratings(self, keep_test_cases: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        from .glicko import final_ratings
-
         self.calls += 1
         sub = self.m.subset(keep_test_cases[self.m.test_case])
-        a_mu, a_sig, t_mu, t_sig = final_ratings(sub, seed=self.seed, orders=self.orders, workers=self.workers)
-        if self.refine:  # as rate refines them (its defaults: init_mu 1500, init_sigma 350)
-            from .refine import refined
-
-            r = refined(sub, a_mu, t_mu, t_sig, seed=self.seed, correction=self.correction)
-            a_mu, t_mu = r.agent_mu, r.test_case_mu
-            if self.correction is None:  # the first re-rating is the whole benchmark's (without a de-bias: none)
-                self.correction = r.correction if r.correction is not None else np.zeros(self.m.n_agents)
+        fitted = fitted_ratings(sub, self.settings, self.whole)
+        if self.whole is None:
+            self.whole = fitted
         played = np.bincount(sub.agent, minlength=self.m.n_agents) > 0
-        return np.where(played, a_mu, -np.inf), t_mu
+        return np.where(played, fitted.agent_mu, -np.inf), fitted.test_case_mu
 
     def first(self, a_mu: np.ndarray) -> int:
         return int(np.argmax(np.where(self.allowed, a_mu, -np.inf)))  # ties: the first id, as the tables sort
@@ -231,53 +210,26 @@ class _Search:
         return self.first(self.ratings(keep)[0])
 
 
-def _pairwise_gap_steps(m: Matches, a_mu, leader: int, challenger: int) -> np.ndarray:
-    """Per test case, the one-step change of μ_leader − μ_challenger on the refined scale when it goes.
-
-    The refinement's pairwise equations g(μ) = q Σ_t U_t = 0 (U_t[a] = Σ_b [w_ab − (w_ab + w_ba) E_ab],
-    w_ab = S_a(1 − S_b)) lose test case t's term: μ moves by −H⁻¹ q U_t, H the equations' Jacobian
-    (every agent's rating moves with it, not only the two compared). One pass over the pairs sharing
-    a test case, as one pass of the refinement.
-    """
-    from ._kernels import group_by
-    from .graph import components
-    from .refine import _inverse_on_differences, _strengths, pair_projection, pair_wins
-
-    mu = np.where(np.isfinite(a_mu), a_mu, 0.0)
-    csr_agent = np.empty(len(m), dtype=np.int64)
-    csr_score = np.empty(len(m))
-    start = group_by(m.test_case, m.n_test_cases, m.agent.astype(np.int64), m.score.astype(np.float64), csr_agent, csr_score)
-    w = pair_wins(start, csr_agent, csr_score, m.n_agents)
-    pairs = w + w.T
-    compared = pairs.sum(axis=1) > 0
-    e = 0.5 * (1.0 + np.tanh(0.5 * Q * (mu[:, None] - mu[None, :])))
-    cpl = Q * Q * pairs * e * (1.0 - e)
-    hess = -cpl
-    np.fill_diagonal(hess, cpl.sum(axis=1) - np.diag(cpl))
-    hess += np.diag(np.where(compared, 0.0, 1.0))
-    _, a_comp, _ = components(m)
-    unit = np.zeros(m.n_agents)
-    unit[leader], unit[challenger] = 1.0, -1.0
-    c = _inverse_on_differences(hess, a_comp, compared) @ unit
-    return -Q * pair_projection(start, csr_agent, csr_score, _strengths(mu, float(np.median(mu))), c)
-
-
 def _ranked_removals(
-    m: Matches, a_mu, t_mu, leader: int, challengers: list[int], refined: bool = False
+    search: _Search, m: Matches, a_mu, t_mu, leader: int, challengers: list[int]
 ) -> list[tuple[int, np.ndarray]]:
     """Per challenger, the test cases in order of the one-step change of μ_leader − μ_challenger their removal makes
-    (``refined``: of the refinement's pairwise equations; else of each agent's score equation against the test cases)."""
+    (a logistic model's: of its fit; Glicko's: of each agent's score equation against the test cases)."""
+    state = search.whole.state if search.whole is not None and len(m) == len(search.m) else None
+    if state is None and search.settings.model != "glicko":
+        state = fitted_ratings(m, search.settings, search.whole).state
     e = 1.0 / (1.0 + 10.0 ** ((t_mu[m.test_case] - a_mu[m.agent]) / 400.0))
     residual = m.score - e
     information = np.bincount(m.agent, Q * e * (1.0 - e), m.n_agents)
     out = []
     for c in challengers:
-        delta = np.zeros(m.n_test_cases)  # change of μ_L − μ_C when the test case goes
-        if refined:
-            delta = _pairwise_gap_steps(m, a_mu, leader, c)
-        for agent, sign in ((leader, -1.0), (c, 1.0)) if not refined else ():
-            rows = m.agent == agent
-            delta[m.test_case[rows]] += sign * residual[rows] / max(information[agent], 1e-12)
+        if state is not None:
+            delta = gap_steps(m, state, leader, c)
+        else:
+            delta = np.zeros(m.n_test_cases)  # change of μ_L − μ_C when the test case goes
+            for agent, sign in ((leader, -1.0), (c, 1.0)):
+                rows = m.agent == agent
+                delta[m.test_case[rows]] += sign * residual[rows] / max(information[agent], 1e-12)
         gap = a_mu[leader] - a_mu[c]
         order = np.argsort(delta, kind="stable")
         closes = np.flatnonzero(gap + np.cumsum(delta[order]) < 0)
@@ -339,7 +291,7 @@ def _stepwise(search: _Search, leader: int, challengers: list[int], steps: int):
             return len(removed), tuple(removed), now
         live = search.m.subset(keep[search.m.test_case])
         closest = challengers[int(np.argmax(a_mu[challengers]))]
-        ((_, order),) = _ranked_removals(live, np.where(np.isfinite(a_mu), a_mu, 0.0), t_mu, leader, [closest], search.refine)
+        ((_, order),) = _ranked_removals(search, live, np.where(np.isfinite(a_mu), a_mu, 0.0), t_mu, leader, [closest])
         order = [int(t) for t in order if keep[t]]
         if not order:
             return None

@@ -11,40 +11,39 @@ them. The predictions are scored against what happened:
 
 Methods, all fitted on the same training folds:
 
-- ``agielo``: the ratings of :func:`~agielo_dagster.rating.rate` (the mean of ``orders``
-  orders, refined as ``rate`` refines them: ``refine``), p = 1/(1 + 10^(−(R_a − R_t)/400)), the
-  paper's prediction;
-- ``agielo_sigma``: the same ratings with their deviations, p = 1/(1 + 10^(−g(σ)(R_a − R_t)/400)),
-  σ = √(σ_a² + σ_t²) (Glicko's predictive formula);
+- ``agielo``: the ratings of :func:`~agielo_dagster.rating.rate` (as ``settings`` rate them: the
+  benchmark's model), p = 1/(1 + 10^(−(R_a − R_t)/400)), the paper's prediction;
+- ``agielo_sigma``: the same ratings with their uncertainty, p = 1/(1 + 10^(−g(σ)(R_a − R_t)/400)),
+  σ = √(σ_a² + σ_t²) (the logistic-normal approximation behind Glicko's g; a logistic model's σ_a
+  is the agent's own 1/√information, σ_t the test case's posterior sd);
 - ``agielo_calibrated`` (graded scores only): the same ratings through a calibrated link,
   p = link(R_a − R_t), the isotonic regression of the training scores on the training
   matches' rating differences (:func:`~agielo_dagster.rating.predict.score_link`);
-- ``rasch``: an additive logistic fit (1PL IRT by penalized joint maximum likelihood, as
-  :func:`~agielo_dagster.rating.rasch`), p = σ(θ_a − b_t);
 - ``additive``: the additive two-way model in score units, p = m + α_a + β_t (agent effect plus
   test-case effect, least squares on the training scores, kept within [0, 1]);
 - ``agent_mean``: the agent's mean training score; ``test_case_mean``: the mean training
   score agents reached on the test case.
 
-A player with no training match is predicted from the prior: rating 1500 ± 350, logit 0, a
-zero effect, or the mean training score.
+A player with no training match is predicted from where the fit leaves it (a logistic model's
+test case at its prior mean, 1500), a zero effect, or the mean training score.
 
 The **default prediction** (:func:`default_method`) is what the check is about: ``agielo`` on
-binary scores (the paper's logistic link, held out as good as the Rasch fit), ``agielo_calibrated``
+binary scores (the paper's logistic link), ``agielo_calibrated``
 on graded ones (the logistic link misses their level there: docs/engine.md, "The held-out check").
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 import pandas as pd
 
-from .estimators.rasch import _joint_ml
 from .frames import Matches, Plain, Table, encode_matches, to_flavour, to_pandas
-from .glicko import final_ratings
 from .predict import combined_sigma, expected_score, link_from_diffs
+from .ratings import fitted_ratings
 from .scoring import Scoring, identity
-from .settings import DEFAULT_ORDERS
+from .settings import RatingSettings, Setting
 
 __all__ = [
     "HELDOUT_COLUMNS",
@@ -56,7 +55,7 @@ __all__ = [
     "heldout_summary",
 ]
 
-HELDOUT_METHODS = ("agielo", "agielo_sigma", "agielo_calibrated", "rasch", "additive", "agent_mean", "test_case_mean")
+HELDOUT_METHODS = ("agielo", "agielo_sigma", "agielo_calibrated", "additive", "agent_mean", "test_case_mean")
 HELDOUT_COLUMNS = ("method", "measure", "value", "matches", "folds", "folds_better_than_default")
 EPS = 1e-15
 TOLERANCE = 0.02  # the default prediction may trail the best baseline by this share and still "match" it
@@ -102,42 +101,24 @@ def heldout_folds(n_matches: int, folds: int, seed: int | None) -> np.ndarray:
     return np.random.default_rng(seed).permutation(n_matches) % folds
 
 
-def heldout_predictions(
-    m: Matches,
-    fold: np.ndarray,
-    *,
-    seed: int | None = 0,
-    orders: int = DEFAULT_ORDERS,
-    row_order: bool = False,
-    ridge: float = 0.01,
-    workers: int | None = None,
-    refine: bool | None = None,
-) -> dict[str, np.ndarray]:
-    """Every match's predicted score by each method, fitted without the match's fold.
-
-    The AGI-Elo ratings and σ are :func:`~agielo_dagster.rating.rate`'s: refined (``refine``; None:
-    unless ``orders`` is 1, as ``rate``), so ``agielo_sigma`` integrates over the refined σ.
-    """
-    refine = orders != 1 if refine is None else bool(refine)
+def heldout_predictions(m: Matches, fold: np.ndarray, settings: RatingSettings) -> dict[str, np.ndarray]:
+    """Every match's predicted score by each method, fitted without the match's fold (the ratings as ``settings``
+    rate them; a logistic model's fit of each fold starts from the one before)."""
     n_a, n_t = m.n_agents, m.n_test_cases
     binary = bool(np.all((m.score == 0.0) | (m.score == 1.0)))
     out = {name: np.empty(len(m)) for name in HELDOUT_METHODS if not (binary and name == "agielo_calibrated")}
+    fitted = None
     for f in np.unique(fold):
         test = fold == f
         train = m.subset(~test)
         a, t = m.agent[test], m.test_case[test]
-        a_mu, a_sig, t_mu, t_sig = final_ratings(train, seed=seed, orders=orders, row_order=row_order, workers=workers)
-        if refine:
-            from .refine import refined_final
-
-            a_mu, a_sig, t_mu, t_sig = refined_final(train, a_mu, a_sig, t_mu, t_sig, seed=seed)
+        fitted = fitted_ratings(train, settings, fitted)
+        a_mu, a_sig, t_mu, t_sig = fitted.agent_mu, fitted.agent_sigma, fitted.test_case_mu, fitted.test_case_sigma
         out["agielo"][test] = expected_score(a_mu[a], t_mu[t])
         out["agielo_sigma"][test] = expected_score(a_mu[a], t_mu[t], sigma=combined_sigma(a_sig[a], t_sig[t]))
         if not binary:
             link = link_from_diffs(a_mu[train.agent] - t_mu[train.test_case], train.score)
             out["agielo_calibrated"][test] = expected_score(a_mu[a], t_mu[t], link=link)
-        theta, b = _joint_ml(train.agent, train.test_case, train.score, n_a, n_t, ridge, 1e-8)
-        out["rasch"][test] = 1.0 / (1.0 + np.exp(-(theta[a] - b[t])))
         overall, alpha, beta = additive_fit(train.agent, train.test_case, train.score, n_a, n_t)
         out["additive"][test] = np.clip(overall + alpha[a] + beta[t], 0.0, 1.0)
         overall = train.score.mean()
@@ -157,11 +138,7 @@ def heldout_check(
     folds: int = 5,
     seed: int | None = 0,
     scoring: Scoring | None = None,
-    orders: int = DEFAULT_ORDERS,
-    row_order: bool = False,
-    ridge: float = 0.01,
-    workers: int | None = None,
-    refine: bool | None = None,
+    settings: Mapping[str, Setting] | None = None,
 ) -> Table:
     """How well ratings fitted without a match predict it, beside simple baselines.
 
@@ -172,18 +149,11 @@ def heldout_check(
     folds : int
         Folds of the k-fold split over matches (each match is held out once).
     seed : int
-        Seed of the split and of the match orders.
+        Seed of the split.
     scoring : Scoring
         The benchmark's scoring, to express predictions in metric units (identity by default).
-    orders, row_order : int, bool
-        Match orders of the AGI-Elo fit, as in :func:`~agielo_dagster.rating.rate`.
-    refine : bool or None
-        Refine the AGI-Elo fit as :func:`~agielo_dagster.rating.rate` does (None: unless ``orders``
-        is 1): ``agielo`` and ``agielo_sigma`` then use the refined ratings and σ.
-    ridge : float
-        Ridge penalty of the Rasch fit.
-    workers : int
-        Threads for the match orders.
+    settings : mapping, optional
+        How the ratings are fitted (a result's ``settings``; default: :func:`~agielo_dagster.rating.rate`'s).
 
     Returns
     -------
@@ -191,23 +161,14 @@ def heldout_check(
         ``method, measure, value, matches, folds, folds_better_than_default``: for binary scores
         the measures ``log_loss`` and ``brier``; for graded ones ``mae`` (metric units) and
         ``brier``. Lower is better. Methods: ``agielo, agielo_sigma, agielo_calibrated`` (graded
-        only), ``rasch, additive, agent_mean, test_case_mean`` (module docstring), the default
+        only), ``additive, agent_mean, test_case_mean`` (module docstring), the default
         prediction (:func:`default_method`) first. ``folds_better_than_default``: in how many
         folds the method's measure, taken on that fold's matches, is below the default's.
 
-    Notes
-    -----
-    Costs ``folds`` AGI-Elo fits of ``orders`` match orders (no snapshots, no reliability),
-    ``folds`` Rasch and additive fits and, on graded scores, ``folds`` isotonic links, on
-    (folds − 1)/folds of the matches: for 1,000,000 matches about 4.5 s of CPU on binary scores
-    and 6 s on graded ones (the links add about 2 s), about 4 ``rate`` calls; ``orders=4``
-    roughly halves the rating part.
     """
     m = encode_matches(matches)
     fold = heldout_folds(len(m), folds, seed)
-    predictions = heldout_predictions(
-        m, fold, seed=seed, orders=orders, row_order=row_order, ridge=ridge, workers=workers, refine=refine
-    )
+    predictions = heldout_predictions(m, fold, RatingSettings.of(settings or {}))
     binary = bool(np.all((m.score == 0.0) | (m.score == 1.0)))
     f = scoring or identity()
     losses = {}  # method -> measure -> loss of every match
@@ -249,23 +210,22 @@ def heldout_summary(table: Table) -> dict[str, Plain]:
     dict
         ``measure`` (``log_loss`` on binary scores, ``mae`` on graded ones), ``default_method``,
         ``default`` (its value), ``<baseline>`` and ``default_vs_<baseline>_pct`` (100·(default /
-        baseline − 1): negative is better) for ``test_case_mean``, ``additive`` and ``rasch``, and
-        ``verdict``: ``"ok"`` when the default is at least as good as the test-case mean and within
-        2 % of the better of the additive and Rasch fits, otherwise a sentence naming what it trails.
+        baseline − 1): negative is better) for ``test_case_mean`` and ``additive``, and ``verdict``:
+        ``"ok"`` when the default is at least as good as the test-case mean and within 2 % of the
+        additive fit, otherwise a sentence naming what it trails.
     """
     frame = to_pandas(table)
     measure = "log_loss" if (frame["measure"] == "log_loss").any() else "mae"
     values = frame[frame["measure"] == measure].set_index("method")["value"]
     default = default_method(measure == "log_loss")
     out: dict[str, Plain] = {"measure": measure, "default_method": default, "default": float(values[default])}
-    for baseline in ("test_case_mean", "additive", "rasch"):
+    for baseline in ("test_case_mean", "additive"):
         out[baseline] = float(values[baseline])
         out[f"default_vs_{baseline}_pct"] = round(float(100.0 * (values[default] / values[baseline] - 1.0)), 2)
     behind = []
     if values[default] > values["test_case_mean"]:
         behind.append(f"worse than the test-case mean ({out['default_vs_test_case_mean_pct']:+.1f} %)")
-    best = min(("additive", "rasch"), key=lambda name: values[name])
-    if values[default] > (1.0 + TOLERANCE) * values[best]:
-        behind.append(f"more than {100 * TOLERANCE:g} % behind the {best} fit ({out[f'default_vs_{best}_pct']:+.1f} %)")
+    if values[default] > (1.0 + TOLERANCE) * values["additive"]:
+        behind.append(f"more than {100 * TOLERANCE:g} % behind the additive fit ({out['default_vs_additive_pct']:+.1f} %)")
     out["verdict"] = "ok" if not behind else f"{default} {measure}: " + " and ".join(behind)
     return out

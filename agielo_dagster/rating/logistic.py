@@ -38,9 +38,11 @@ NODES = 9  # Gauss-Hermite nodes per test case
 PRIOR_WEIGHT = 1.0  # the inverse-gamma prior on τ²: as much as PRIOR_WEIGHT test cases at PRIOR_SCALE
 PRIOR_SCALE = 400.0 / LOGIT
 TOLERANCE = 1e-6
-LAPLACE_UNTIL = 0.05  # logits  # logits: the largest step of θ (and of log τ²) at convergence
+LAPLACE_UNTIL = 0.05  # logits: Laplace's approximation until the steps are this short, or for LAPLACE_PASSES passes
+LAPLACE_PASSES = 8  # logits: the largest step of θ (and of log τ²) at convergence
 MAX_STEP = 2.0  # logits: a longer Newton step is shortened to this
 MAX_ITERATIONS = 200
+HALVINGS = 6  # of a step that lowers the objective, before it is taken anyway (Jeffreys' term is projected)
 
 
 @dataclass(frozen=True)
@@ -144,19 +146,24 @@ def fit_logistic(
     match_score = np.empty(n)
     match_info = np.empty(n)
     members = np.bincount(component)
+    row_test_case = np.repeat(np.arange(n_t), np.diff(start))  # each row's test case
     a0, b0 = PRIOR_WEIGHT / 2.0, PRIOR_WEIGHT * PRIOR_SCALE**2 / 2.0
+    # the equations' Newton decrement (½ gᵀH⁻¹g) decides whether a step is taken: a step that raises it is halved
+    # (Jeffreys' term, projected, is an adjusted score rather than a gradient: the equations, not a likelihood, are solved)
+    before = None  # (decrement, θ, τ², the step from there, halvings so far): where the last step started
     iteration = 0
     while iteration < MAX_ITERATIONS:
         iteration += 1
         g, info, slope, cross, mean, var, second, second_var, pearson = K.posterior_pass(
             start, agent, score, theta, mode, tau2, phi, *rule, n_a, agent_var, match_score, match_info
         )
-        agent_var = 1.0 / info  # the next pass's leverages
+        unplayed = info <= 0.0  # an agent without a match (a fold or a removal left it none) keeps its rating
+        info = np.where(unplayed, 1.0, info)
         # Jeffreys' term moves agents against each other, never their common level (the test cases' prior sets that)
-        jeffreys = 0.5 * slope / info
+        jeffreys = np.where(unplayed, 0.0, 0.5 * slope / info)
         grad = g + jeffreys - (np.bincount(component, jeffreys) / members)[component]
         lam = 1.0 / tau2
-        curvature = np.add.reduceat(match_info, start[:-1]) + lam if n_t else np.zeros(0)
+        curvature = np.bincount(row_test_case, match_info, n_t) + lam
         precond = K.hessian_diagonal(start, agent, match_info, curvature, info)
 
         def matvec(x, out, curvature=curvature, info=info):
@@ -170,10 +177,19 @@ def fit_logistic(
         schur = curv_u - cross @ border
         step_u = (grad_u + cross @ step) / schur if schur > 0.0 else 0.0
         step += border * step_u
+        decrement = 0.5 * (grad @ step + grad_u * step_u)
+        if before is not None and decrement > before[0] * (1.0 + 1e-9) + 1e-12 and before[4] < HALVINGS:
+            _, theta_0, tau2_0, (step_0, step_u0), halvings = before
+            step_0, step_u0 = 0.5 * step_0, 0.5 * step_u0
+            before = (before[0], theta_0, tau2_0, (step_0, step_u0), halvings + 1)
+            theta, tau2 = theta_0 + step_0, tau2_0 * math.exp(step_u0)
+            continue
+        agent_var = 1.0 / info  # the next pass's leverages
         longest = max(np.abs(step).max(initial=0.0), abs(step_u))
         if longest > MAX_STEP:
             step *= MAX_STEP / longest
             step_u *= MAX_STEP / longest
+        before = (decrement, theta, tau2, (step, step_u), 0)
         theta = theta + step
         tau2 = tau2 * math.exp(step_u)
         moved = 0.0
@@ -181,8 +197,9 @@ def fit_logistic(
             phi_next = max(pearson / n, 1e-6)
             moved = abs(math.log(phi_next / phi))
             phi = phi_next
-        if rule is laplace and quadrature and max(longest, moved) < LAPLACE_UNTIL:
-            rule = exact
+            before = None if moved > tolerance else before  # another φ, other equations
+        if rule is laplace and quadrature and (max(longest, moved) < LAPLACE_UNTIL or iteration >= LAPLACE_PASSES):
+            rule, before = exact, None  # the quadrature's equations from here
         elif (rule is exact or not quadrature) and max(longest, moved) < tolerance:
             break
     return LogisticFit(theta, mean, var, tau2, phi, iteration, info, match_info, match_score, curvature, mode)
@@ -244,8 +261,7 @@ def relative_variance(fit: LogisticFit, data: ByTestCase, component: np.ndarray,
             meat = np.bincount(data.agent, fit.match_score**2, n_a)
             diag = meat / precond**2
             row_sums = _pcg(matvec, precond, (u @ (u.T @ row_sums)))
-    members = np.bincount(component)
-    n_c = members[component]
+    n_c = np.bincount(component)[component]
     total = np.bincount(component, row_sums)[component]
     return np.maximum(diag - 2.0 * row_sums / n_c + total / n_c**2, 0.0)
 
@@ -258,3 +274,58 @@ def _inverse(h: np.ndarray) -> np.ndarray:
         return linalg.cho_solve(linalg.cho_factor(h, lower=True), np.eye(len(h)))
     except linalg.LinAlgError:
         return linalg.pinvh(h)
+
+
+def solve_hessian(fit: LogisticFit, data: ByTestCase, rhs: np.ndarray) -> np.ndarray:
+    """H⁻¹ ``rhs`` for the agents' Hessian of ``fit`` (conjugate gradients)."""
+    precond = K.hessian_diagonal(data.start, data.agent, fit.match_info, fit.curvature, fit.info)
+
+    def matvec(x, out):
+        K.hessian_matvec(data.start, data.agent, fit.match_info, fit.curvature, fit.info, x, out)
+
+    return _pcg(matvec, np.maximum(precond, 1e-12), rhs)
+
+
+def place_one(
+    score: np.ndarray, mu: np.ndarray, sigma: np.ndarray, *, binary: bool, design: np.ndarray | None = None
+) -> tuple[float, float]:
+    """(θ, se), in Elo, of a new agent against frozen test cases: its results ``score`` on test cases whose
+    difficulties have the posteriors N(``mu``, ``sigma``²) (the rated benchmark's), under the same model.
+
+    Each result's probability is its expectation over the test case's posterior (Gauss-Hermite), the rating
+    solves the likelihood's equation plus Jeffreys' term, as the joint fit's agents do. ``design`` weighs each
+    result's term (a stratified sample's N_h/n_h: the estimate then answers to the whole benchmark's equation
+    even where the model does not fit). se is the larger of the model's and the sandwich of the terms (the
+    results' own spread: a graded score's, or a misfit's).
+    """
+    nodes, weights = np.polynomial.hermite.hermgauss(NODES)
+    weights = weights / math.sqrt(math.pi)
+    d = np.ones(len(score)) if design is None else np.asarray(design, dtype=np.float64)
+    at = (np.asarray(mu, dtype=np.float64) - CENTRE)[:, None] / LOGIT + math.sqrt(2.0) * (np.asarray(sigma) / LOGIT)[
+        :, None
+    ] * nodes
+
+    def terms(theta: float):
+        p_k = 0.5 * (1.0 + np.tanh(0.5 * (theta - at)))  # σ(θ − β) at each node
+        p = np.clip(p_k @ weights, 1e-300, 1.0 - 1e-16)
+        dp = (p_k * (1.0 - p_k)) @ weights
+        d2p = (p_k * (1.0 - p_k) * (1.0 - 2.0 * p_k)) @ weights
+        info_i = dp * dp / (p * (1.0 - p))
+        info = np.sum(d * info_i)
+        parts = d * (score - p) * dp / (p * (1.0 - p))
+        # Jeffreys' ½ log I: I' from each term's derivative, by the same nodes
+        d_info = np.sum(d * (2.0 * dp * d2p / (p * (1.0 - p)) - info_i * dp * (1.0 - 2.0 * p) / (p * (1.0 - p))))
+        return parts.sum() + 0.5 * d_info / info, info, parts, np.sum(d * d * info_i)
+
+    theta = 0.0
+    for _ in range(MAX_ITERATIONS):
+        grad, info, _, _ = terms(theta)
+        step = max(-MAX_STEP, min(MAX_STEP, grad / info))
+        theta += step
+        if abs(step) < TOLERANCE:
+            break
+    _, info, parts, model = terms(theta)
+    n = len(score)
+    sandwich = float(np.sum(parts**2)) * n / max(n - 1, 1)
+    var = max(model, 0.0 if binary and design is None else sandwich) / info**2
+    return CENTRE + LOGIT * theta, LOGIT * math.sqrt(var)

@@ -1,4 +1,4 @@
-"""A logistic model's :class:`~agielo_dagster.rating.rate.RatingResult`: its tables, snapshots and reliability.
+"""A logistic model's :class:`~agielo_dagster.rating.ratings.RatingResult`: its tables, snapshots and reliability.
 
 The ratings are one fit of every match (:func:`~agielo_dagster.rating.logistic.fit_logistic`); they do not
 depend on the seed or on the table's row order. The snapshots are fits of the matches played by each
@@ -16,14 +16,14 @@ from . import _kernels
 from .frames import Matches, to_flavour
 from .graph import components, warn_if_disconnected
 from .intervals import interval_ranks, z_of
-from .logistic import CENTRE, LOGIT, ByTestCase, LogisticFit, by_test_case, fit_logistic, relative_variance
+from .logistic import CENTRE, LOGIT, ByTestCase, LogisticFit, by_test_case, fit_logistic, relative_variance, solve_hessian
 from .order_reliability import RELIABILITY_COLUMNS, OrderReliability
 from .orders import agent_snapshot_fractions, match_orders, snapshot_ends
-from .rate import RatingResult
+from .ratings import Fitted, RatingResult
 from .settings import RatingSettings
 from .tables import from_arrow, snapshot_table, with_ids
 
-__all__ = ["fitted_logistic", "rate_logistic"]
+__all__ = ["fitted_logistic", "gap_steps", "rate_logistic"]
 
 SNAPSHOT_TOLERANCE = 1e-3  # logits (0.17 Elo): a snapshot's fit stops there
 
@@ -32,17 +32,28 @@ def _is_binary(score: np.ndarray) -> bool:
     return bool(np.all((score == 0.0) | (score == 1.0)))
 
 
-def fitted_logistic(m: Matches, settings: RatingSettings, start: LogisticFit | None = None):
-    """(agent μ, test-case μ, the fit) in Elo, with the fit warm-starting from ``start`` (a fit of nearly these matches)."""
+def fitted_logistic(m: Matches, settings: RatingSettings, start: LogisticFit | None = None) -> Fitted:
+    """:func:`~agielo_dagster.rating.ratings.fitted_ratings` of a logistic model, warm from ``start`` (a fit of these codes)."""
     _, a_comp, _ = components(m)
     data = by_test_case(m)
-    warm = {} if start is None or len(start.theta) != m.n_agents or len(start.mode) != m.n_test_cases else _warm(start)
+    same = start is not None and len(start.theta) == m.n_agents and len(start.mode) == m.n_test_cases
+    warm = dict(theta=start.theta, tau2=start.tau2, phi=start.phi, mode=start.mode) if same else {}
     fit = fit_logistic(data, a_comp, binary=_is_binary(m.score), **warm)
-    return CENTRE + LOGIT * fit.theta, CENTRE + LOGIT * fit.beta_mean, fit
+    with np.errstate(divide="ignore"):
+        agent_sigma = LOGIT / np.sqrt(fit.info)
+    agent_mu = _same_for_same_results(m, CENTRE + LOGIT * fit.theta)
+    return Fitted(agent_mu, agent_sigma, CENTRE + LOGIT * fit.beta_mean, LOGIT * np.sqrt(fit.beta_var), fit)
 
 
-def _warm(fit: LogisticFit) -> dict:
-    return dict(theta=fit.theta, tau2=fit.tau2, phi=fit.phi, mode=fit.mode)
+def gap_steps(m: Matches, fit: LogisticFit, leader: int, challenger: int) -> np.ndarray:
+    """Per test case, the one-step change of μ_leader − μ_challenger (Elo) when it is removed: its part of the
+    agents' score goes, and every agent moves by −H⁻¹ of it (H the fit's Hessian, one solve)."""
+    data = by_test_case(m)
+    unit = np.zeros(m.n_agents)
+    unit[leader], unit[challenger] = 1.0, -1.0
+    direction = solve_hessian(fit, data, unit)
+    test_case = np.repeat(np.arange(m.n_test_cases), np.diff(data.start))
+    return -LOGIT * np.bincount(test_case, direction[data.agent] * fit.match_score, m.n_test_cases)
 
 
 def rate_logistic(m: Matches, settings: RatingSettings, *, warn: bool = True) -> RatingResult:
@@ -108,21 +119,29 @@ def rate_logistic(m: Matches, settings: RatingSettings, *, warn: bool = True) ->
 
 def _same_for_same_results(m: Matches, values: np.ndarray) -> np.ndarray:
     """``values`` with every agent whose results equal another's (the same scores on the same test cases) given the
-    first such agent's value: equal in exact arithmetic, and now to the bit (a dense inverse treats rows in turn)."""
-    mix = (m.test_case.astype(np.uint64) + np.uint64(1)) * np.uint64(0x9E3779B97F4A7C15)
-    mix ^= m.score.view(np.uint64) * np.uint64(0xC2B2AE3D27D4EB4F)
-    mix ^= mix >> np.uint64(29)
+    first such agent's value: equal in exact arithmetic, and now to the bit (a dense inverse treats rows in turn).
+    Agents are grouped by two 64-bit sums over their matches of a mixed (test case, score) pair."""
+    pair = _mix(_mix(m.score.view(np.uint64)) ^ m.test_case.astype(np.uint64))
     keys = np.zeros((m.n_agents, 3), dtype=np.uint64)
-    np.add.at(keys[:, 0], m.agent, mix)
-    np.add.at(keys[:, 1], m.agent, mix * np.uint64(0x165667B19E3779F9))
+    np.add.at(keys[:, 0], m.agent, pair)
+    np.add.at(keys[:, 1], m.agent, _mix(pair))
     np.add.at(keys[:, 2], m.agent, np.uint64(1))
     _, first, group = np.unique(keys, axis=0, return_index=True, return_inverse=True)
     return values[first[group.ravel()]]
 
 
+def _mix(x: np.ndarray) -> np.ndarray:
+    """SplitMix64's finalizer (wrapping uint64 arithmetic)."""
+    with np.errstate(over="ignore"):
+        z = x + np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))
+
+
 def _subset(data: ByTestCase, keep: np.ndarray) -> tuple[ByTestCase, np.ndarray]:
     """The canonical matches where ``keep``, with the test cases that still have one: (data, their codes)."""
-    counts = np.add.reduceat(keep.astype(np.int64), data.start[:-1]) if data.n_test_cases else np.zeros(0, np.int64)
+    counts = np.bincount(np.repeat(np.arange(data.n_test_cases), np.diff(data.start)), keep, data.n_test_cases).astype(np.int64)
     played = np.flatnonzero(counts)
     start = np.zeros(len(played) + 1, dtype=np.int64)
     np.cumsum(counts[played], out=start[1:])

@@ -27,7 +27,7 @@ from .frames import (
     check_unique_matches,
     floats_of,
 )
-from .rate import RatingResult, rate_encoded
+from .ratings import RatingResult, rate_encoded
 from .settings import RatingSettings, Setting
 
 __all__ = ["encode_parquet", "rate_parquet", "read_matches"]

@@ -18,9 +18,10 @@ At each snapshot (the state after a share of the matches, in processing order):
   ``fraction · n_matches``);
 - ``orders``: how many match orders the row's ratings average (see below).
 
-With ``rate(orders=K)`` the rows before 100 % describe the first order, the
-paper's single order, as it matures (they equal ``orders=1`` with the same seed);
-the 100 % row measures the published ratings, the mean of the K orders, on every
+A logistic model's rows are fits of the matches played by then (``orders`` 0: no
+order is averaged). With ``rate(model="glicko", orders=K)`` the rows before 100 % describe
+the first order, the paper's single order, as it matures (they equal ``orders=1`` with the
+same seed); the 100 % row measures the published ratings, the mean of the K orders, on every
 match, and says ``orders = K``.
 
 Two choices differ from the authors' script, and only before 100% of a full
@@ -36,8 +37,8 @@ benchmark has the same (agent, test case) pairs, and scores drawn from the fitte
 the model were true: binary scores S ~ Bernoulli(E), graded ones S ~ Beta(E·κ, (1 − E)·κ) with
 the benchmark's dispersion, Var S = φ·E(1 − E), φ = Σ(S − E)² / ΣE(1 − E) and κ = 1/φ − 1
 (Bernoulli when φ ≥ 1), E = 1 / (1 + 10^(−(R_a − R_t)/400)) from the published ratings. Each twin
-is rated the same way (the result's seed, orders and starting ratings) and its binned MAE at
-100 % computed the same way. ``mae_twin`` is the twins' mean, ``mae_twin_hi`` their 95 % upper
+is rated the same way (the result's model and settings; a logistic model's fit starts from the benchmark's)
+and its binned MAE at 100 % computed the same way. ``mae_twin`` is the twins' mean, ``mae_twin_hi`` their 95 % upper
 quantile, and ``miscalibration_visible`` says whether the benchmark's own MAE exceeds it. φ is
 measured against the published ratings, miscalibration included, so the twin is if anything
 noisier than the benchmark: a visible miscalibration is a real one. Only the 100 % row carries
@@ -54,11 +55,12 @@ import pandas as pd
 
 from .frames import Matches, Table, encode_matches, flavour_of, to_flavour, to_pandas
 from .order_reliability import BIN_EDGES, BIN_LO, BIN_WIDTH, N_BINS, RELIABILITY_COLUMNS
+from .ratings import fitted_ratings
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from .rate import RatingResult
+    from .ratings import RatingResult
 
 __all__ = [
     "BIN_EDGES",
@@ -90,7 +92,7 @@ def reliability(matches: Table, result: RatingResult, *, twins: int = DEFAULT_TW
     if result.reliability is not None and result.n_matches == len(matches):
         table = result.reliability
     else:
-        from .rate import rate
+        from .ratings import rate
 
         table = rate(matches, **result.settings, with_reliability=True).reliability
     if not twins:
@@ -151,39 +153,6 @@ def _binned_mae(
     return float(np.sum(count * np.abs(expected - empirical)) / count.sum())
 
 
-def _rated_as(m: Matches, settings, refine: bool, correction: np.ndarray | None = None):
-    """Agent and test-case ratings of ``m`` as the benchmark was rated (its ``settings``): (a_mu, t_mu, correction).
-
-    Refined with ``correction`` where given; without it the refinement draws its own de-bias, whose correction is
-    returned (zeros where it did not run) for the twins to reuse.
-    """
-    from .glicko import final_ratings  # imported on use: the package itself loads without numba
-
-    a_mu, _, t_mu, t_sig = final_ratings(
-        m,
-        seed=settings["seed"],
-        orders=settings["orders"],
-        row_order=settings["row_order"],
-        init_mu=settings["init_mu"],
-        init_sigma=settings["init_sigma"],
-    )
-    if not refine:
-        return a_mu, t_mu, None
-    from .refine import refined
-
-    r = refined(
-        m,
-        a_mu,
-        t_mu,
-        t_sig,
-        init_mu=float(settings["init_mu"]),
-        init_sigma=float(settings["init_sigma"]),
-        seed=settings["seed"],
-        correction=correction,
-    )
-    return r.agent_mu, r.test_case_mu, r.correction if r.correction is not None else np.zeros(m.n_agents)
-
-
 def calibration_twins(matches: Table, result: RatingResult, *, twins: int = DEFAULT_TWINS, seed: int = 0) -> CalibrationYardstick:
     """Rate ``twins`` perfectly calibrated twins of the benchmark and measure their binned MAE at 100 %.
 
@@ -213,13 +182,8 @@ def calibration_twins(matches: Table, result: RatingResult, *, twins: int = DEFA
     spread = expected * (1.0 - expected)
     dispersion = 1.0 if binary else float(np.sum((m.score - expected) ** 2) / np.sum(spread))
     noise = "bernoulli" if binary or dispersion >= 1.0 else "beta"
-    settings = result.settings
-    refine = bool(settings.get("refine"))  # the twins are rated as the benchmark was: refined when it was
-    # the benchmark's own de-bias (rating/debias.py), which every twin reuses: drawing one per twin would cost
-    # 20 refits a round each (minutes for a hundred agents), for twins of nearly the same design and ratings
-    correction = None
-    if refine:  # graded scores are never de-biased: nothing to draw, and no pass to spend on it
-        correction = _rated_as(m, settings, refine)[2] if binary else np.zeros(m.n_agents)
+    settings = result.settings  # the twins are rated as the benchmark was, each from the benchmark's own fit
+    start = fitted_ratings(m, settings)
     rng = np.random.default_rng(seed)
     maes = []
     for _ in range(int(twins)):
@@ -229,8 +193,8 @@ def calibration_twins(matches: Table, result: RatingResult, *, twins: int = DEFA
             kappa = 1.0 / dispersion - 1.0
             score = rng.beta(expected * kappa, (1.0 - expected) * kappa)
         twin = Matches(m.agent, m.test_case, score, score, m.agent_ids, m.test_case_ids, m.flavour)
-        ta_mu, tt_mu, _ = _rated_as(twin, settings, refine, correction)
-        maes.append(_binned_mae(m.agent, m.test_case, score, ta_mu, tt_mu, m.n_agents))
+        fitted = fitted_ratings(twin, settings, start)
+        maes.append(_binned_mae(m.agent, m.test_case, score, fitted.agent_mu, fitted.test_case_mu, m.n_agents))
     mae_twin_hi = float(np.quantile(maes, 0.95))
     return CalibrationYardstick(
         mae=mae,

@@ -4,9 +4,8 @@ A benchmark that has been rated carries a frozen rating (μ_j, σ_j) for every t
 agent need not be run on all of them: the test cases whose difficulty is near its rating say the
 most about it (an agent rated 2200 learns almost nothing from a test case rated 1200 it is sure to
 solve). :func:`place_sequentially` runs the loop: select a batch with :func:`select_test_cases`,
-reveal its results, place the agent with :func:`place_on_subset` (its rating against the frozen
-ratings, mapped to the joint rating's scale), and repeat until the interval is narrow enough or the
-budget is spent.
+reveal its results, place the agent with :func:`place_on_subset` (under the benchmark's model, against
+the frozen ratings), and repeat until the interval is narrow enough or the budget is spent.
 
 The default design is a stratified random sample: the test cases are cut into strata of equal size
 by difficulty, each batch is drawn at random within strata, with more of it from the strata near
@@ -37,8 +36,8 @@ import pandas as pd
 
 from .frames import Table, ids_of, require_columns, to_pandas
 from .intervals import z_of
-from .placement import place_agents
 from .schema import MATCH_COLUMNS
+from .settings import DEFAULT_MODEL
 from .strata import (
     DEFAULT_SPREAD,
     SEQUENTIAL_METHODS,
@@ -325,17 +324,15 @@ def placement_study(
     seeds: tuple[int, ...] = (0,),
     level: float = 0.9,
     benchmark: str = "",
+    model: str = DEFAULT_MODEL,
 ) -> pd.DataFrame:
     """How well a new agent is placed from ``share`` of a benchmark: each agent left out in turn.
 
-    The other agents are rated jointly with :func:`rate` (the frozen test-case ratings); the
+    The other agents are rated jointly with :func:`rate` (``model``: the frozen test-case ratings); the
     left-out agent's test cases are then chosen from its real results, revealed one batch at a time
     with :func:`place_sequentially` (``share`` of the test cases), and it is compared with its
-    rating in the joint rating of every agent (the default: refined). ``full`` uses all its
-    results. On refined ratings the agent is placed from the revealed results as the pipeline
-    places a partial upload (:func:`place_provisional_agents` with the other agents' matches and
-    ratings: on the refined scale); on Glicko ratings (a single order) by
-    :func:`place_sequentially`'s own placement, and ``full`` by :func:`place_agents`.
+    rating in the joint rating of every agent. ``full`` uses all its results. The agent is placed as
+    the pipeline places a partial upload (:func:`place_provisional_agents`).
 
     Parameters
     ----------
@@ -353,6 +350,8 @@ def placement_study(
         Level of the intervals.
     benchmark : str
         A label for the rows.
+    model : str
+        The rating model of the joint rating and of the placements.
 
     Returns
     -------
@@ -360,33 +359,25 @@ def placement_study(
         One row per (agent, method, seed): ``benchmark, agent_id, method, seed, joint_mu, mu, mu_lo,
         mu_hi, error, covered, used`` (``error = mu − joint_mu``; ``used`` test cases evaluated).
     """
-    from .rate import rate
+    from .ratings import rate
 
     frame = to_pandas(matches)
-    # the yardstick is the default joint rating (refined unless a single order); placement answers on its scale
-    joint = to_pandas(rate(frame, seed=1, with_reliability=False).agents).set_index("agent_id")["mu"]
+    joint = to_pandas(rate(frame, model=model, seed=1, with_reliability=False).agents).set_index("agent_id")["mu"]
     rows = []
     for agent in joint.index:
         mine = frame[frame["agent_id"].astype(str) == str(agent)]
         others = frame[frame["agent_id"].astype(str) != str(agent)]
-        rated = rate(others, seed=2, with_reliability=False)
-        rest = to_pandas(rated.test_cases)
-        # refined: placed by the refinement's pairwise equations against the other agents (as the pipeline places
-        # a partial upload); Glicko: by the replay against the frozen test cases
-        scale = {"rated_matches": others, "rated_agents": to_pandas(rated.agents)} if rated.settings["refine"] else None
+        rest = to_pandas(rate(others, model=model, seed=2, with_reliability=False).test_cases)
         for method in methods:
             for seed in seeds if method != "full" else seeds[:1]:
                 if method == "full":
                     results, used = mine, len(mine)
-                    if scale is None:
-                        placed = to_pandas(place_agents(mine, rest, level=level)).iloc[0]
                 else:
                     run = place_sequentially(
-                        mine, rest, budget=share, batch_size=batch_size, method=method, level=level, seed=seed
+                        mine, rest, budget=share, batch_size=batch_size, method=method, level=level, seed=seed, model=model
                     )
-                    results, used, placed = run.matches, len(run.test_case_ids), run.placement.iloc[0]
-                if scale is not None:
-                    placed = place_provisional_agents(results, rest, level=level, **scale).iloc[0]
+                    results, used = run.matches, len(run.test_case_ids)
+                placed = place_provisional_agents(results, rest, level=level, model=model).iloc[0]
                 rows.append(
                     dict(
                         benchmark=benchmark,

@@ -2,9 +2,10 @@
 
 - :func:`slice_ratings`: for every tag value shared by enough test cases (a *slice*), every
   agent's rating on that slice against the frozen test-case ratings, with an interval, and the
-  slice's difficulty profile. The placement is :func:`~agielo_dagster.rating.place_agents`, an
-  unbiased placement from any subset of the test cases, so a slice rating sits on the same scale
-  as the benchmark's ratings: an agent rated 1400 on ``subject = math`` and 1600 overall is
+  slice's difficulty profile. The placement is the benchmark model's placement from a subset of the
+  test cases (:func:`~agielo_dagster.rating.place_on_subset`; Glicko's:
+  :func:`~agielo_dagster.rating.place_agents`), so a slice rating sits on the same scale as the
+  benchmark's ratings: an agent rated 1400 on ``subject = math`` and 1600 overall is
   weaker on math by that much, against the same test cases as everyone else.
 - :func:`query_ranking`: ONEBench's capability query. The selected test cases (across
   benchmarks, say, by :func:`agielo_dagster.domain.query.select`) rank the agents measured on
@@ -24,7 +25,8 @@ from .graph import warn_disconnected
 from .intervals import interval_ranks, z_of
 from .placement import place_agents
 from .schema import MATCH_COLUMNS
-from .settings import DEFAULT_ORDERS
+from .settings import DEFAULT_MODEL, DEFAULT_ORDERS
+from .subset_placement import place_on_subset
 
 __all__ = ["SLICE_COLUMNS", "query_ranking", "slice_ratings", "slice_test_cases"]
 
@@ -102,6 +104,7 @@ def slice_ratings(
     min_test_cases: int = 20,
     level: float = 0.9,
     max_values_per_tag: int = 50,
+    model: str = DEFAULT_MODEL,
     orders: int = DEFAULT_ORDERS,
     seed: int | None = 42,
 ) -> Table:
@@ -112,8 +115,7 @@ def slice_ratings(
     matches : DataFrame or pyarrow.Table
         ``test_case_id, agent_id, metric, score``: the benchmark's matches.
     test_cases : DataFrame or pyarrow.Table
-        The frozen test-case ratings (``test_cases`` of :func:`~agielo_dagster.rating.rate`, with
-        its history columns for the unbiased placement).
+        The frozen test-case ratings (``test_cases`` of :func:`~agielo_dagster.rating.rate`).
     tags : DataFrame or pyarrow.Table
         ``test_case_id`` plus one column per tag (text, or lists of text: a test case with
         abilities ``[algebra, geometry]`` is in both slices). Test cases without matches are ignored.
@@ -123,8 +125,8 @@ def slice_ratings(
         Confidence level of ``mu_lo, mu_hi``.
     max_values_per_tag : int
         At most this many slices per tag, the largest first (an id-like tag makes no slices).
-    orders, seed : int, int
-        :func:`~agielo_dagster.rating.place_agents`'s replays and their seed.
+    model : str
+        The benchmark's rating model (``glicko``: placed by replay, with ``orders`` and ``seed``).
 
     Returns
     -------
@@ -145,8 +147,13 @@ def slice_ratings(
     require_columns(tc, ("test_case_id", "mu"), "test-case table")
     rating_of = pd.Series(tc["mu"].to_numpy(dtype=np.float64), index=tc["test_case_id"].astype(str))
     match_ids = frame["test_case_id"].astype(str)
-    settings = dict(level=level, orders=orders, seed=seed)
-    overall = to_pandas(place_agents(frame, tc, **settings)).set_index("agent_id")["mu"]
+
+    def place(rows: pd.DataFrame) -> pd.DataFrame:
+        if model == "glicko":
+            return to_pandas(place_agents(rows, tc, level=level, orders=orders, seed=seed))
+        return to_pandas(place_on_subset(rows, tc, level=level, model=model))
+
+    overall = place(frame).set_index("agent_id")["mu"]
     members = slice_test_cases(tags, known=match_ids.unique())
     rows = []
     for tag, by_tag in members.groupby("tag", sort=True):
@@ -156,7 +163,7 @@ def slice_ratings(
         for value, size in order:
             ids = by_tag["test_case_id"][by_tag["value"] == value].to_numpy(dtype=object)
             rating = rating_of.reindex(ids).to_numpy()
-            placed = to_pandas(place_agents(frame[match_ids.isin(ids).to_numpy()], tc, **settings))
+            placed = place(frame[match_ids.isin(ids).to_numpy()])
             placed.insert(0, "value", value)
             placed.insert(0, "tag", tag)
             placed["overall_mu"] = overall.reindex(placed["agent_id"]).to_numpy()

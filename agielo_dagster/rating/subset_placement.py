@@ -1,5 +1,10 @@
-"""Placement from a chosen subset: :func:`place_on_subset` (an agent's rating against the frozen ratings, mapped to
-the joint rating's scale by :func:`joint_scale`) and :func:`place_provisional_agents`."""
+"""Placement from a chosen subset: :func:`place_on_subset` and :func:`place_provisional_agents`.
+
+A logistic model (the default) places a new agent under the model itself, against the frozen test cases'
+posteriors (:func:`~agielo_dagster.rating.logistic.place_one`): its rating is on the benchmark's scale as it
+stands, whichever test cases it played. Glicko's ratings (``model="glicko"``) are placed against the frozen
+final ratings and mapped to the joint rating's scale by :func:`joint_scale` (the test cases' histories replayed).
+"""
 
 from __future__ import annotations
 
@@ -17,15 +22,15 @@ from .frames import (
     flavour_of,
     floats_of,
     ids_of,
-    plain_ids,
     row_positions,
     to_flavour,
     to_pandas,
 )
 from .glicko import g
 from .intervals import z_of
+from .logistic import place_one
 from .placement import place_agents, refuse_unknown_test_cases
-from .settings import DEFAULT_ORDERS
+from .settings import DEFAULT_MODEL, DEFAULT_ORDERS
 from .strata import _candidates, default_strata
 
 DISPERSION_PRIOR = 10.0
@@ -130,8 +135,13 @@ def place_on_subset(
     init_mu: float = 1500.0,
     init_sigma: float = 350.0,
     design: Mapping[str, float] | pd.Series | None = None,
+    model: str = DEFAULT_MODEL,
 ) -> Table:
     """Place new agents from any chosen subset of the test cases (an adaptive one too), where a joint re-rating would put them.
+
+    A logistic ``model`` places each agent under the model against the test cases' posteriors
+    (:func:`~agielo_dagster.rating.logistic.place_one`; ``theta, theta_se`` are then ``mu, sigma``, and
+    ``design`` and the Glicko parameters do not apply). For ``model="glicko"``:
 
     :func:`place_agents` replays the agent's matches against the test cases' rating histories:
     right for a representative sample of the benchmark, but biased when the subset was chosen by
@@ -166,6 +176,8 @@ def place_on_subset(
         drawn at random with unequal probabilities: 1/(n·p) summed over the n draws that hit it (what
         :func:`place_sequentially` with ``method="importance"`` passes). The estimate then answers to
         the whole benchmark's score equation, whatever the model gets wrong. None: every term weighs 1.
+    model : str
+        The rating model the test cases were rated by (``rasch``, ``2pl`` or ``glicko``).
 
     Returns
     -------
@@ -191,6 +203,9 @@ def place_on_subset(
         d_of = pd.Series(design, dtype=np.float64).reindex(pool["test_case_id"].to_numpy()).fillna(0.0).to_numpy()
         if not (np.isfinite(d_of).all() and (d_of >= 0).all()):
             raise ValueError("design weights must be finite and >= 0")
+    if model != "glicko":
+        weights = None if design is None else (lambda rows: d_of[t_of[rows]])
+        return to_flavour(_placed_by_model(m, mu_all[t_of], sig_all[t_of], z, weights), m.flavour)
     fits = []
     for a in range(m.n_agents):
         rows = np.flatnonzero(m.agent == a)
@@ -223,6 +238,26 @@ def _placed(m, f: np.ndarray, theta: np.ndarray, theta_se: np.ndarray, z: float)
             "theta_se": theta_se,
         }
     )
+
+
+def _placed_by_model(m, mu_t: np.ndarray, sig_t: np.ndarray, z: float, design=None) -> pd.DataFrame:
+    """Each agent of ``m`` placed under the logistic model; ``mu_t, sig_t`` are its matches' test cases' posteriors,
+    ``design`` its matches' design weights (a function of the agent's rows; None: every result weighs 1)."""
+    binary = bool(np.all((m.score == 0.0) | (m.score == 1.0)))
+    fits = np.array(
+        [
+            place_one(m.score[rows], mu_t[rows], sig_t[rows], binary=binary, design=None if design is None else design(rows))
+            for rows in _rows_by_agent(m)
+        ],
+        dtype=np.float64,
+    ).reshape(-1, 2)
+    mu, se = fits[:, 0], fits[:, 1]
+    return _placed(m, np.column_stack([mu - z * se, mu, mu + z * se]), mu, se, z)
+
+
+def _rows_by_agent(m) -> list[np.ndarray]:
+    order = np.argsort(m.agent, kind="stable")
+    return np.split(order, np.cumsum(np.bincount(m.agent, minlength=m.n_agents))[:-1])
 
 
 SCALE_TEST_CASES = 20_000
@@ -289,28 +324,15 @@ def place_provisional_agents(
     init_mu: float = 1500.0,
     init_sigma: float = 350.0,
     scale_test_cases: int = SCALE_TEST_CASES,
-    rated_matches: Table | None = None,
-    rated_agents: Table | None = None,
+    model: str = DEFAULT_MODEL,
 ) -> pd.DataFrame:
-    """Place each agent of ``new_matches`` from its own results, weighted by difficulty stratum: what a benchmark does with partial uploads.
+    """Place each agent of ``new_matches`` from its own results: what a benchmark does with partial uploads.
 
-    **Refined benchmarks** (``rated_matches`` and ``rated_agents`` given: the ratings of a
-    ``rate(..., refine=True)``, the default): each agent is placed on the refined scale by the
-    refinement's own pairwise equations (:func:`~agielo_dagster.rating.refine.place_refined`)
-    against the rated agents' fixed ratings on the test cases it shares with them, every test case
-    weighing alike (as in the joint refinement; the test cases' ratings drop out of the pairwise
-    equations, so no stratum weights are needed); ``sigma`` is the larger of the sandwich standard
-    error clustered by test case and the joint model's profiled information (the refinement's two
-    variances), widened by the rated agents' own standard errors (``sigma`` of ``rated_agents``)
-    through their share of its comparisons, and ``mu_lo, mu_hi = mu ∓ z·sigma``. Only the rows of
-    ``rated_matches`` on the agents' own test cases are used (one vectorized filter; a pyarrow
-    table is filtered, not converted). An agent with no decisive comparison (every rival scored as
-    it did on each of its test cases) is placed by the Glicko replay below. ``theta, theta_se`` are
-    the frozen-scale estimate either way.
+    **Logistic models** (the default): each agent under the model against its test cases' posteriors
+    (:func:`~agielo_dagster.rating.logistic.place_one`), on the benchmark's own scale; every result
+    counts once (under the model, which test cases were chosen biases nothing).
 
-    **Glicko benchmarks** (``refine`` off, e.g. the paper's single order):
-
-    Per agent this is :func:`place_on_subset` with ``design=stratum_weights(test_cases, its test
+    **Glicko benchmarks** (``model="glicko"``): weighted by difficulty stratum. Per agent this is :func:`place_on_subset` with ``design=stratum_weights(test_cases, its test
     cases)``, with the same numbers while the table has at most ``scale_test_cases`` test cases. It
     costs in proportion to the agents' own matches, not to the benchmark's test cases: the table is
     indexed and ranked by difficulty once for all agents (a pyarrow table is never converted whole),
@@ -327,11 +349,9 @@ def place_provisional_agents(
     level, orders, seed, init_mu, init_sigma
         As for :func:`place_on_subset`.
     scale_test_cases : int
-        Most test cases the map to the joint scale is computed on.
-    rated_matches, rated_agents : DataFrame or pyarrow.Table, optional
-        The benchmark's matches (``test_case_id, agent_id, score``; other rows are ignored) and its
-        agents table (``agent_id, mu``, ``sigma``), when its ratings were refined: the agents are then
-        placed on the refined scale. Both or neither.
+        Most test cases the map to the joint scale is computed on (Glicko).
+    model : str
+        The rating model the test cases were rated by.
 
     Returns
     -------
@@ -343,9 +363,6 @@ def place_provisional_agents(
         raise ValueError(f"init_mu must be finite and init_sigma > 0, got {init_mu}, {init_sigma}")
     if isinstance(scale_test_cases, bool) or not isinstance(scale_test_cases, (int, np.integer)) or scale_test_cases < 1:
         raise ValueError(f"scale_test_cases must be an integer >= 1, got {scale_test_cases!r}")
-    if (rated_matches is None) != (rated_agents is None):
-        raise ValueError("rated_matches and rated_agents go together: give both (refined ratings) or neither (Glicko)")
-    refined = rated_matches is not None
     size = int(scale_test_cases)
     m = encode_matches(new_matches, "new match table")
     pos = _positions(test_cases, np.asarray(m.test_case_ids).astype(str))
@@ -356,114 +373,31 @@ def place_provisional_agents(
     mu_t = floats_of(mine, "mu", "test-case table")
     sig_t = floats_of(mine, "sigma", "test-case table", 0.0) if "sigma" in mine.columns else np.zeros(len(mine))
     t_of, r_of = m.test_case, difficulty_ranks(mu_all, pos)
+
+    def design(rows: np.ndarray) -> np.ndarray:  # stratum weights N_h / n_h of the agent's own results
+        h = default_strata(len(rows), n)
+        strata = r_of[t_of[rows]] * h // n  # as difficulty_strata over the whole table
+        edges = -(-np.arange(h + 1) * n // h)  # the first rank of each stratum
+        n_h = np.bincount(strata, minlength=h)
+        return np.diff(edges)[strata] / n_h[strata]
+
+    if model != "glicko":
+        return _placed_by_model(m, mu_t[m.test_case], sig_t[m.test_case], z, design)
     fits = []
     for a in range(m.n_agents):
         rows = np.flatnonzero(m.agent == a)
         t = t_of[rows]
-        h = default_strata(len(rows), n)
-        strata = r_of[t] * h // n  # as difficulty_strata over the whole table
-        edges = -(-np.arange(h + 1) * n // h)  # the first rank of each stratum
-        n_h = np.bincount(strata, minlength=h)
-        design = np.diff(edges)[strata] / n_h[strata]
-        fits.append(_frozen_fit(m.score[rows], mu_t[t], sig_t[t], design, float(init_mu), float(init_sigma)))
+        fits.append(_frozen_fit(m.score[rows], mu_t[t], sig_t[t], design(rows), float(init_mu), float(init_sigma)))
     theta = np.array([f[0] for f in fits])
     theta_se = np.array([f[1] for f in fits])
     f = np.full((m.n_agents, 3), np.nan)
-    if refined:
-        f = _refined_placements(m, mu_t, rated_matches, rated_agents, z)
-    glicko = np.flatnonzero(np.isnan(f[:, 1]))
-    reference = None
-    if len(glicko):  # the frozen scale's reference sample: evenly spaced difficulty ranks
-        order = np.argsort(mu_all, kind="stable")
-        reference = _rows(test_cases, order[((np.arange(size) + 0.5) * n / size).astype(np.int64)] if n > size else np.arange(n))
-        del order
-    del mu_all
-    for a in glicko:  # one map per agent, as place_on_subset called per agent
+    # the frozen scale's reference sample: evenly spaced difficulty ranks
+    order = np.argsort(mu_all, kind="stable")
+    reference = _rows(test_cases, order[((np.arange(size) + 0.5) * n / size).astype(np.int64)] if n > size else np.arange(n))
+    del order, mu_all
+    for a in range(m.n_agents):  # one map per agent, as place_on_subset called per agent
         points = np.array([theta[a] - z * theta_se[a], theta[a], theta[a] + z * theta_se[a]])
         f[a] = np.maximum.accumulate(
             joint_scale(reference, points, orders=orders, seed=seed, init_mu=init_mu, init_sigma=init_sigma)
         )
     return _placed(m, f, theta, theta_se, z)
-
-
-def _rated_on(rated_matches: Table, ids: np.ndarray) -> pd.DataFrame:
-    """``test_case_id, agent_id, score`` of the rated matches on these test cases (ids as strings), as pandas."""
-    columns = ["test_case_id", "agent_id", "score"]
-    if flavour_of(rated_matches) == "arrow":
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        keep = pc.is_in(rated_matches.column("test_case_id").cast(pa.string()), value_set=pa.array(ids, pa.string()))
-        rows = plain_ids(rated_matches.select(columns).filter(keep)).to_pandas()
-    else:
-        table = to_pandas(rated_matches, tuple(columns))[columns]
-        rows = table[table["test_case_id"].astype(str).isin(ids)]
-    return rows.astype({"test_case_id": str, "agent_id": str, "score": np.float64})
-
-
-def _refined_placements(m, mu_t: np.ndarray, rated_matches: Table, rated_agents: Table, z: float) -> np.ndarray:
-    """(lower end, mu, upper end) of each new agent's interval on the refined scale; NaN where it has no decisive
-    comparison. The ends are mu ∓ z·se, reaching farther on a side where the newcomer's penalized likelihood
-    is flat, in the proportion :func:`~agielo_dagster.rating.refined_placement.place_refined`'s profile gives.
-
-    The equations weigh every test case alike, as the joint refinement weighs the agent's results
-    (the test cases' ratings drop out of them, so a subset chosen by difficulty biases nothing under
-    the model). se² = max(the sandwich clustered by test case, 1 / the profiled information
-    Σ_t [v_t − v_t² / (v_t + Σ_b v_bt)], v = q²E(1 − E) against test case t's rating ``mu_t``: the
-    joint refinement's two variances, the larger kept) + Σ_b (share_b · se_b)², share_b the part of
-    the newcomer's information resting on rated agent b (dμ/dμ_b of its equation).
-    """
-    from .refined_placement import place_refined
-
-    ids = np.asarray(m.test_case_ids).astype(str)
-    rated = _rated_on(rated_matches, ids)
-    agents = to_pandas(rated_agents)
-    agents = agents.assign(agent_id=agents["agent_id"].astype(str)).set_index("agent_id")
-    mu_of = agents["mu"].astype(np.float64)
-    se_of = agents["sigma"].astype(np.float64) if "sigma" in agents.columns else pd.Series(0.0, index=mu_of.index)
-    rated = rated[rated["agent_id"].isin(mu_of.index)]
-    code = pd.Index(ids).get_indexer(rated["test_case_id"])  # the new table's test-case codes
-    rival_code, rivals = pd.factorize(rated["agent_id"])
-    rivals = np.asarray(rivals, dtype=object)
-    rival_mu = mu_of.reindex(rivals).to_numpy()
-    rival_se = np.nan_to_num(se_of.reindex(rivals).to_numpy(), nan=0.0)
-    order = np.argsort(code, kind="stable")
-    code, rival_code, rival_score = code[order], rival_code[order], rated["score"].to_numpy()[order]
-    bounds = np.searchsorted(code, np.arange(len(ids) + 1))
-    f = np.full((m.n_agents, 3), np.nan)
-    start = float(np.median(rival_mu)) if len(rival_mu) else 1500.0
-
-    def v_of(mu, mu_test):
-        e = 0.5 * (1.0 + np.tanh(0.5 * Q * (mu - mu_test)))
-        return Q * Q * e * (1.0 - e)
-
-    for a in range(m.n_agents):
-        rows = np.flatnonzero(m.agent == a)
-        t = m.test_case[rows]
-        counts = bounds[t + 1] - bounds[t]
-        if counts.sum() == 0:
-            continue
-        pick = np.concatenate([np.arange(bounds[j], bounds[j + 1]) for j in t])
-        mine = np.repeat(np.arange(len(rows)), counts)  # each pair's row of the agent's results
-        b = rival_code[pick]
-        other = rivals[b] != m.agent_ids[a]  # never compared with a rated row of its own name
-        pick, mine, b = pick[other], mine[other], b[other]
-        s_a, s_b = m.score[rows][mine], rival_score[pick]
-        p = place_refined(s_a, s_b, rival_mu[b], t[mine], start=start, z=z)
-        if not np.isfinite(p.se):
-            continue
-        # the profiled information of the joint model, the test cases' ratings fixed at theirs
-        v_a = v_of(p.mu, mu_t[t])
-        v_rest = np.bincount(mine, v_of(rival_mu[b], mu_t[t][mine]), len(rows))
-        has = np.bincount(mine, minlength=len(rows)) > 0
-        info = float(np.sum(np.where(has, v_a - v_a * v_a / (v_a + v_rest), 0.0)))
-        model = 1.0 / info if info > 0 else math.inf
-        # dμ/dμ_b: b's share of the pairwise information
-        n = s_a * (1.0 - s_b) + s_b * (1.0 - s_a)
-        e = 0.5 * (1.0 + np.tanh(0.5 * Q * (p.mu - rival_mu[b])))
-        v = n * e * (1.0 - e)
-        share = np.bincount(b, v, len(rivals)) / v.sum()
-        se = math.sqrt(max(p.se**2, model) + float(np.sum((share * rival_se) ** 2)))
-        # the profile's reach beyond z·se on a flat side (an agent beating almost every rival) widens that side alike
-        f[a] = (p.mu - p.below / p.se * se, p.mu, p.mu + p.above / p.se * se)
-    return f

@@ -216,12 +216,12 @@ def test_rate_parquet_keeps_test_case_ids_in_arrow_in_chunks_under_the_string_li
     """rate_parquet never makes the test cases' ids Python strings (about 70 bytes each for a wide benchmark's
     millions, issue 25); its test-case table is cut in chunks where one Arrow string array would overflow, and
     holds the same ids, ratings and schema."""
-    from agielo_dagster.rating import glicko, rate_parquet
+    from agielo_dagster.rating import rate_parquet, tables
 
     path = tmp_path / "m.parquet"
     pq.write_table(pa.Table.from_pandas(matches, preserve_index=False), path)
     whole = rate_parquet(path, seed=4).test_cases
-    monkeypatch.setattr(glicko, "_STRING_BYTES", 500)
+    monkeypatch.setattr(tables, "_STRING_BYTES", 500)
     chunked = rate_parquet(path, seed=4).test_cases
     assert chunked.column("test_case_id").num_chunks > 1
     assert chunked.schema.equals(whole.schema, check_metadata=True)

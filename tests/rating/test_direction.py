@@ -15,7 +15,6 @@ from agielo_dagster.rating import (
     pairwise_wins,
     plackett_luce,
     query_ranking,
-    rasch,
     rate,
     robustness,
     slice_ratings,
@@ -51,9 +50,12 @@ def test_pairwise_wins_refuses_an_unknown_ordering(diabetes_benchmark):
         pairwise_wins(diabetes_benchmark, by="error")
 
 
-def test_rasch_rates_the_smallest_errors_best(diabetes_benchmark, mean_error):
-    agents, _ = rasch(diabetes_benchmark)
-    assert _rho(agents.set_index("agent_id")["rating"], mean_error) <= AGREES
+@pytest.mark.parametrize("model", ["rasch", "2pl", "glicko"])
+def test_every_model_rates_the_smallest_errors_best(diabetes_benchmark, mean_error, model):
+    if model == "2pl":
+        pytest.importorskip("agielo_dagster.rating.twopl", reason="the 2PL model lands with its own tests")
+    agents = rate(diabetes_benchmark, model=model, with_reliability=False).agents
+    assert _rho(agents.set_index("agent_id")["mu"], mean_error) <= AGREES
 
 
 def test_bootstrap_rates_the_smallest_errors_best(diabetes_benchmark, mean_error):

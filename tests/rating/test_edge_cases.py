@@ -21,7 +21,6 @@ from agielo_dagster.rating import (
     pairwise_wins,
     place_agents,
     plackett_luce,
-    rasch,
     rate,
     robustness,
     share_beaten,
@@ -38,7 +37,7 @@ def _with_repeat():
 
 ESTIMATORS = {
     "rate": lambda m: rate(m),
-    "rasch": lambda m: rasch(m),
+    "rate_glicko": lambda m: rate(m, model="glicko"),
     "plackett_luce": lambda m: plackett_luce(m, alpha=0.5),
     "pairwise_wins": lambda m: pairwise_wins(m),
     "bootstrap": lambda m: bootstrap(m, n_resamples=3),

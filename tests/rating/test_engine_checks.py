@@ -17,7 +17,6 @@ from agielo_dagster.rating import (
     place_on_subset,
     plackett_luce,
     query_ranking,
-    rasch,
     rate,
     robustness,
     simulate_matches,
@@ -35,7 +34,6 @@ def two_groups():
 
 ESTIMATORS = {
     "plackett_luce": lambda m: plackett_luce(m, alpha=0.5),
-    "rasch": rasch,
     "bootstrap": lambda m: bootstrap(m, n_resamples=2, plackett_luce=True),
     "robustness": lambda m: robustness(m, fractions=(0.0,), repeats=1),
     "query_ranking": lambda m: query_ranking(m, resamples=0),

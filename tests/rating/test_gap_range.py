@@ -10,7 +10,7 @@ from agielo_dagster.rating.gap_range import range_assumption
 
 def _best_gap(matches, scoring):
     scored = matches.assign(score=scoring.score(matches["metric"]))
-    result = rate(scored, orders=2, with_reliability=False)
+    result = rate(scored, with_reliability=False)
     return competency_gaps(result.test_cases, result.agents, scoring=scoring).iloc[0]
 
 
@@ -20,7 +20,7 @@ def test_the_declared_range_moves_the_gaps_and_a_far_wider_one_is_flagged(diabet
     at_tight, at_wide = _best_gap(diabetes_benchmark, tight), _best_gap(diabetes_benchmark, wide)
     # the same results: the best agent's gap falls by hundreds of Elo and it "beats" nearly every test case
     assert at_tight["gap_50"] - at_wide["gap_50"] > 300
-    assert at_tight["pct_beaten_91"] < 50 < 95 < at_wide["pct_beaten_91"]
+    assert at_tight["pct_beaten_91"] < 50 < 90 < at_wide["pct_beaten_91"]
     assert not range_assumption(tight, 0.0, observed_hi).far
     assert not range_assumption(minmax(0.0, 350.0), 0.0, observed_hi).far  # 69 % of the declared span
     stated = range_assumption(wide, 0.0, observed_hi)

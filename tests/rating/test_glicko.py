@@ -1,12 +1,16 @@
 import math
+from functools import partial
 
 import numpy as np
 import pandas as pd
 import polars as pl
 import pytest
 
-from agielo_dagster.rating import MatchTableError, g, rate, update_match, update_rating_period
+from agielo_dagster.rating import MatchTableError, g, update_match, update_rating_period
+from agielo_dagster.rating import rate as any_model
 from agielo_dagster.rating.glicko import Q, snapshot_ends
+
+rate = partial(any_model, model="glicko")  # this module is about the paper's sequential pass
 
 
 def test_glickman_published_example():
@@ -117,7 +121,7 @@ def test_several_orders_report_mean_and_spread():
 
     matches = simulate_matches(rng.normal(1500, 250, 200), [1400, 1600, 1800], seed=2)
     singles = [rate(matches, seed=s, orders=1) for s in (11,)]
-    multi = rate(matches, seed=11, orders=4, refine=False)  # Glicko's orders (refined, μ is the joint fit's)
+    multi = rate(matches, seed=11, orders=4)  # Glicko's orders (refined, μ is the joint fit's)
     assert multi.agents["mu_order_sd"].gt(0).all()
     assert singles[0].agents["mu_order_sd"].isna().all()
     # the first of K orders is the single order drawn from the same seed

@@ -1,14 +1,18 @@
 """K match orders by default: antithetic pairs, agreement between seeds, determinism."""
 
 import itertools
+from functools import partial
 
 import numpy as np
 import pandas as pd
 import pytest
 from scipy.stats import kendalltau
 
-from agielo_dagster.rating import DEFAULT_ORDERS, rate, simulate_matches
+from agielo_dagster.rating import DEFAULT_ORDERS, simulate_matches
+from agielo_dagster.rating import rate as any_model
 from agielo_dagster.rating.glicko import match_orders
+
+rate = partial(any_model, model="glicko")  # this module is about the paper's sequential pass
 
 
 @pytest.fixture(scope="module")
@@ -116,7 +120,7 @@ def test_a_test_case_of_one_match_is_at_its_start_before_it_and_at_its_final_rat
     rows = [("solo", f"t{t}") for t in range(60)] + [("pair", f"t{t}") for t in range(0, 60, 6)]
     matches = pd.DataFrame(rows, columns=["agent_id", "test_case_id"]).assign(score=rng.integers(0, 2, len(rows)) * 1.0)
     matches["metric"] = matches["score"]
-    result = rate(matches, orders=1, row_order=True, refine=False, test_case_snapshot_fractions=(0.1, 0.25, 0.5, 1.0))
+    result = rate(matches, orders=1, row_order=True, test_case_snapshot_fractions=(0.1, 0.25, 0.5, 1.0))
     final = result.test_cases.set_index("test_case_id")
     shots = result.snapshots[result.snapshots["kind"] == "test_case"]
     for fraction, ends in zip(

@@ -1,9 +1,14 @@
+from functools import partial
+
 import numpy as np
 import pandas as pd
 import polars as pl
 import pytest
 
-from agielo_dagster.rating import MatchTableError, place_agents, rate, simulate_matches
+from agielo_dagster.rating import MatchTableError, place_agents, simulate_matches
+from agielo_dagster.rating import rate as any_model
+
+rate = partial(any_model, model="glicko")  # place_agents replays the Glicko pass's test-case histories
 
 
 @pytest.fixture(scope="module")
@@ -39,10 +44,10 @@ def test_placement_agrees_with_the_joint_rating_on_the_real_benchmarks(name, req
     """
     matches = request.getfixturevalue(f"demo_{name}")  # only the case's own benchmark is computed
     # place_agents replays Glicko's pass: it is checked against the Glicko joint ratings (docs/engine.md)
-    joint = rate(matches, seed=1, with_reliability=False, refine=False).agents.set_index("agent_id")
+    joint = rate(matches, seed=1, with_reliability=False).agents.set_index("agent_id")
     offsets, final_only = [], []
     for agent in joint.index:
-        rest = rate(matches[matches.agent_id != agent], seed=2, with_reliability=False, refine=False).test_cases
+        rest = rate(matches[matches.agent_id != agent], seed=2, with_reliability=False).test_cases
         mine = matches[matches.agent_id == agent]
         offsets.append(place_agents(mine, rest)["mu"].iloc[0] - joint.loc[agent, "mu"])
         final_only.append(place_agents(mine, rest[["test_case_id", "mu", "sigma"]])["mu"].iloc[0] - joint.loc[agent, "mu"])

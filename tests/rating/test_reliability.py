@@ -49,7 +49,7 @@ FRACTIONS = (0.05, 0.3, 1.0)
 
 @pytest.mark.parametrize("fraction", FRACTIONS)
 def test_compiled_pass_equals_the_reference(matches, fraction):
-    result = rate(matches, seed=5, orders=1, snapshot_fractions=FRACTIONS, test_case_snapshot_fractions=FRACTIONS)
+    result = rate(matches, model="glicko", seed=5, orders=1, snapshot_fractions=FRACTIONS, test_case_snapshot_fractions=FRACTIONS)
     ours = result.reliability.set_index("fraction").loc[fraction]
     ref = reference_row(matches, result, fraction, seed=5)
     for key, value in ref.items():
@@ -58,8 +58,8 @@ def test_compiled_pass_equals_the_reference(matches, fraction):
 
 
 def test_k_orders_measure_the_published_ratings_on_every_match(matches):
-    single = rate(matches, seed=5, orders=1, snapshot_fractions=FRACTIONS, test_case_snapshot_fractions=FRACTIONS)
-    multi = rate(matches, seed=5, orders=4, snapshot_fractions=FRACTIONS, test_case_snapshot_fractions=FRACTIONS)
+    single = rate(matches, model="glicko", seed=5, orders=1, snapshot_fractions=FRACTIONS, test_case_snapshot_fractions=FRACTIONS)
+    multi = rate(matches, model="glicko", seed=5, orders=4, snapshot_fractions=FRACTIONS, test_case_snapshot_fractions=FRACTIONS)
     # before 100 %: the first order, the paper's single order, as it matures
     columns = ["fraction", "rho_test_cases", "rho_agents", "mae", "mse", "matches_outside_bins", "orders"]
     pd.testing.assert_frame_equal(multi.reliability[columns].iloc[:2], single.reliability[columns].iloc[:2])
@@ -85,8 +85,9 @@ def test_matches_outside_the_bins_are_counted_on_the_real_benchmark(demo_digits)
 
 def test_signs_and_trend(matches):
     rel = rate(matches).reliability
-    assert (rel["rho_test_cases"].iloc[-10:] < -0.9).all()  # harder test cases, lower metric
-    assert (rel["rho_agents"].iloc[-10:] > 0.9).all()
+    late = rel[rel["fraction"] >= 0.5]
+    assert (late["rho_test_cases"] < -0.9).all()  # harder test cases, lower metric
+    assert (late["rho_agents"] > 0.9).all()
     assert rel["mae"].iloc[-1] < rel["mae"].iloc[0]  # more matches, better predictions
     np.testing.assert_allclose(rel["mse"], rel["mse"].clip(lower=0))
     assert (rel["mse"] <= rel["mae"]).all()  # errors are below 1
@@ -250,7 +251,7 @@ def test_calibration_from_arrow_tables_with_dictionary_ids_matches_pandas(matche
     """As the warehouse hands them over (ids dictionary-encoded); looked up in arrow, with the same bins as from pandas."""
     import pyarrow as pa
 
-    result = rate(matches, seed=2, orders=1, with_reliability=False)
+    result = rate(matches, model="glicko", seed=2, orders=1, with_reliability=False)
     expected = binned_calibration(matches, result.test_cases, result.agents)
 
     def arrow(frame, column):
@@ -270,7 +271,7 @@ def test_calibration_reads_a_test_case_table_in_code_order_without_a_look_up_and
     10M ids took about 10 s); shuffled, or with an id of its own, the look-up gives the very same bins."""
     import pyarrow as pa
 
-    result = rate(matches, seed=2, orders=1, with_reliability=False)
+    result = rate(matches, model="glicko", seed=2, orders=1, with_reliability=False)
     arrow = pa.Table.from_pandas(matches, preserve_index=False)
     in_order = pa.Table.from_pandas(result.test_cases.sort_values("test_case_id"), preserve_index=False)
     shuffled = pa.Table.from_pandas(result.test_cases.sample(frac=1.0, random_state=0), preserve_index=False)

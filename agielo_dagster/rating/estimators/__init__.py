@@ -2,7 +2,6 @@
 
 from .hodge import HodgeRankResult, hodge_rank
 from .plackett_luce import pairwise_wins, plackett_luce
-from .rasch import rasch
 from .uncertainty import bootstrap, robustness
 
-__all__ = ["HodgeRankResult", "bootstrap", "hodge_rank", "pairwise_wins", "plackett_luce", "rasch", "robustness"]
+__all__ = ["HodgeRankResult", "bootstrap", "hodge_rank", "pairwise_wins", "plackett_luce", "robustness"]

@@ -1,12 +1,11 @@
 """Honest error bars: bootstrap over test cases, and robustness to missing measurements.
 
-AGI-Elo ratings come from an order of sequential updates, and σ says little about real
-uncertainty. :func:`~agielo_dagster.rating.rate` reports ``mu_lo, mu_hi`` (match order and
-test-case sampling, from an analytic variance); two resampling complements:
+:func:`~agielo_dagster.rating.rate` reports ``mu_lo, mu_hi`` from the model's curvature; two
+resampling complements, both of the default model's ratings (``agielo``):
 
 - :func:`bootstrap` resamples the test cases with replacement (each drawn copy is a distinct
   player) and re-estimates; percentile intervals for agent ratings, competency gaps and
-  Plackett-Luce ratings. The spread across match orders is ``rate(orders=K)``'s ``mu_order_sd``.
+  Plackett-Luce ratings.
 - :func:`robustness` drops a share of the measurements at random, re-estimates, and reports
   Kendall τ against the ranking from all measurements (ONEBench's experiment), per method.
 """
@@ -19,29 +18,21 @@ import numpy as np
 import pandas as pd
 from scipy.stats import kendalltau
 
-from .._kernels import run_segment
 from ..frames import Matches, Table, encode_matches, flavour_of, to_flavour
-from ..glicko import match_orders
 from ..graph import warn_disconnected
+from ..ratings import fitted_ratings
+from ..settings import RatingSettings
 from ._scale import LOGIT_TO_ELO
 from .plackett_luce import bradley_terry_mle, wins_of
 
-METHODS = ("agielo", "plackett_luce", "rasch", "mean_metric")
+METHODS = ("agielo", "plackett_luce", "mean_metric")
 CONFIDENCES = (0.5, 0.9, 0.99)
 
 
-def _agielo_ratings(m: Matches, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Final agent and test-case μ of one shuffled Glicko-1 pass on encoded matches."""
-    (order,) = match_orders(len(m), seed=seed)
-    o = m.reordered(order)
-    a_mu, a_sig = np.full(len(m.agent_ids), 1500.0), np.full(len(m.agent_ids), 350.0)
-    t_mu, t_sig = np.full(len(m.test_case_ids), 1500.0), np.full(len(m.test_case_ids), 350.0)
-    no_history, no_slot = np.empty((0, 0)), np.empty(0, dtype=np.int32)
-    played = np.zeros(len(t_mu), dtype=np.int64)
-    run_segment(
-        o.agent, o.test_case, o.score, 0, len(o), False, a_mu, a_sig, t_mu, t_sig, played, no_slot, no_history, no_history
-    )
-    return a_mu, t_mu
+def _agielo_ratings(m: Matches) -> tuple[np.ndarray, np.ndarray]:
+    """Agent and test-case μ of the default model (no tables)."""
+    fitted = fitted_ratings(m, RatingSettings())
+    return fitted.agent_mu, fitted.test_case_mu
 
 
 def _pl_ratings(m: Matches, alpha: float) -> np.ndarray:
@@ -84,7 +75,7 @@ def bootstrap(
     matches : DataFrame
         ``test_case_id, agent_id, metric, score``.
     n_resamples, level, seed : int, float, int
-        Number of bootstrap resamples, interval level, and the seed of resamples and match orders.
+        Number of bootstrap resamples, interval level, and the seed of the resamples.
     alpha : float
         Plackett-Luce pseudo-wins (keeps resamples where an agent never loses finite).
     plackett_luce : bool
@@ -100,8 +91,8 @@ def bootstrap(
     warn_disconnected(m, "bootstrap")
     rng = np.random.default_rng(seed)
 
-    def quantities(sample: Matches, order_seed: int) -> dict[str, np.ndarray]:
-        a_mu, t_mu = _agielo_ratings(sample, order_seed)
+    def quantities(sample: Matches) -> dict[str, np.ndarray]:
+        a_mu, t_mu = _agielo_ratings(sample)
         out = {"rating": a_mu}
         for c in CONFIDENCES:
             out[f"gap_{round(100 * c)}"] = t_mu.max() + 400 * np.log10(c / (1 - c)) - a_mu
@@ -109,8 +100,8 @@ def bootstrap(
             out["plackett_luce"] = _pl_ratings(sample, alpha)
         return out
 
-    estimate = quantities(m, seed)
-    draws = [quantities(_resample_test_cases(m, rng), seed + 1 + k) for k in range(n_resamples)]
+    estimate = quantities(m)
+    draws = [quantities(_resample_test_cases(m, rng)) for _ in range(n_resamples)]
     tail = (1 - level) / 2
     frames = []
     for name, point in estimate.items():
@@ -130,16 +121,12 @@ def bootstrap(
     return to_flavour(pd.concat(frames, ignore_index=True), flavour_of(matches))
 
 
-def agent_scores(m: Matches, method: str, *, seed: int = 42, alpha: float = 0.1) -> np.ndarray:
+def agent_scores(m: Matches, method: str, *, alpha: float = 0.1) -> np.ndarray:
     """One score per agent (higher is better) by ``method`` ∈ METHODS."""
     if method == "agielo":
-        return _agielo_ratings(m, seed)[0]
+        return _agielo_ratings(m)[0]
     if method == "plackett_luce":
         return _pl_ratings(m, alpha)
-    if method == "rasch":
-        from .rasch import rasch_encoded
-
-        return rasch_encoded(m)[0]["rating"].to_numpy()  # one row per agent code, in code order
     if method == "mean_metric":
         counts = np.bincount(m.agent, minlength=len(m.agent_ids))
         return np.bincount(m.agent, m.score, len(m.agent_ids)) / np.maximum(counts, 1)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+import numpy as np
 import pandas as pd
 
 from .frames import Matches, Table, encode_matches, to_pandas
@@ -22,7 +23,7 @@ from .settings import (
     Setting,
 )
 
-__all__ = ["RatingResult", "fitted_ratings", "rate", "rate_encoded"]
+__all__ = ["Fitted", "RatingResult", "fitted_ratings", "rate", "rate_encoded"]
 
 
 @dataclass(frozen=True)
@@ -157,22 +158,39 @@ def rate_encoded(m: Matches, settings: RatingSettings | Mapping[str, Setting], *
     return rate_logistic(m, settings, warn=warn)
 
 
-def fitted_ratings(m: Matches, settings: Mapping[str, Setting], start=None):
-    """The agents' and test cases' ratings (Elo) of encoded matches as ``settings`` rate them, nothing else:
-    ``(agent_mu, test_case_mu, state)``; ``state`` warm-starts the next call on nearly the same matches (logistic)."""
-    settings = RatingSettings.of(settings)
+@dataclass(frozen=True)
+class Fitted:
+    """Ratings (Elo) as a model fits them, without tables: what re-ratings (twins, folds, removals) need.
+
+    ``agent_sigma`` is the agent's own uncertainty against fixed test cases (a logistic model's 1/√information,
+    Glicko's σ), not the interval's; ``state`` is the logistic fit (None for Glicko), to warm-start the next.
+    """
+
+    agent_mu: np.ndarray
+    agent_sigma: np.ndarray
+    test_case_mu: np.ndarray
+    test_case_sigma: np.ndarray
+    state: object = None
+
+
+def fitted_ratings(m: Matches, settings: RatingSettings | Mapping[str, Setting], start: Fitted | None = None) -> Fitted:
+    """The ratings of encoded matches as ``settings`` rate them; ``start`` (a fit of nearly the same matches, with
+    the same codes) warm-starts a logistic model's fit."""
+    if not isinstance(settings, RatingSettings):
+        settings = RatingSettings.of(settings)
     if settings.model == "glicko":
         from .glicko import final_ratings
 
-        a_mu, _, t_mu, _ = final_ratings(
+        a_mu, a_sig, t_mu, t_sig = final_ratings(
             m,
             seed=settings.seed,
             orders=settings.orders,
             row_order=settings.row_order,
             init_mu=settings.init_mu,
             init_sigma=settings.init_sigma,
+            workers=settings.workers,
         )
-        return a_mu, t_mu, None
+        return Fitted(a_mu, a_sig, t_mu, t_sig)
     from .logistic_rate import fitted_logistic
 
-    return fitted_logistic(m, settings, start)
+    return fitted_logistic(m, settings, None if start is None else start.state)
