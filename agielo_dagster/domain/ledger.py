@@ -97,6 +97,7 @@ class Ledger:
     scoring: str = ""  # the scoring the accepted uploads were scored with, as JSON (make_scoring's config)
     description: str = ""
     full_coverage: float = DEFAULT_FULL_COVERAGE
+    model: str = DEFAULT_MODEL  # benchmark.yaml's rating model
 
     @property
     def provisional_agents(self) -> set[str]:

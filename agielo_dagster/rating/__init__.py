@@ -27,7 +27,7 @@ _HOME = {
     "HodgeRankResult": "estimators",
     "MatchTableError": "frames",
     "MODELS": "settings",
-    "RatingResult": "ratings",
+    "RatingResult": "result",
     "RatingSettings": "settings",
     "Table": "frames",
     "SCORINGS": "scoring",

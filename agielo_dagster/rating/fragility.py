@@ -41,7 +41,8 @@ import numpy as np
 
 from .frames import Matches, MatchTableError, Plain, Table, encode_matches
 from .logistic_rate import gap_steps
-from .ratings import Fitted, fitted_ratings
+from .ratings import fitted_ratings
+from .result import Fitted
 from .settings import RatingSettings, Setting
 
 __all__ = ["Fragility", "fragility_of_first"]

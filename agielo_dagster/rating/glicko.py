@@ -46,7 +46,7 @@ from .orders import (
     run_orders,
     snapshot_ends,
 )
-from .ratings import RatingResult
+from .result import RatingResult
 from .settings import RatingSettings
 from .tables import from_arrow, snapshot_table, with_ids
 

@@ -19,7 +19,7 @@ from .intervals import interval_ranks, z_of
 from .logistic import CENTRE, LOGIT, ByTestCase, LogisticFit, by_test_case, fit_logistic, relative_variance, solve_hessian
 from .order_reliability import RELIABILITY_COLUMNS, OrderReliability
 from .orders import agent_snapshot_fractions, match_orders, snapshot_ends
-from .ratings import Fitted, RatingResult
+from .result import Fitted, RatingResult
 from .settings import RatingSettings
 from .tables import from_arrow, snapshot_table, with_ids
 

@@ -27,7 +27,8 @@ from .frames import (
     check_unique_matches,
     floats_of,
 )
-from .ratings import RatingResult, rate_encoded
+from .ratings import rate_encoded
+from .result import RatingResult
 from .settings import RatingSettings, Setting
 
 __all__ = ["encode_parquet", "rate_parquet", "read_matches"]

@@ -60,7 +60,7 @@ from .ratings import fitted_ratings
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from .ratings import RatingResult
+    from .result import RatingResult
 
 __all__ = [
     "BIN_EDGES",

@@ -15,9 +15,6 @@ from typing import Any, TypeAlias
 
 import numpy as np
 
-from .checks import check_start
-from .intervals import z_of
-
 __all__ = [
     "DEFAULT_LEVEL",
     "DEFAULT_ORDERS",
@@ -87,6 +84,9 @@ class RatingSettings:
             object.__setattr__(self, "snapshot_fractions", DEFAULT_SNAPSHOT_FRACTIONS if paper else LOGISTIC_SNAPSHOT_FRACTIONS)
         for name in ("snapshot_fractions", "test_case_snapshot_fractions"):
             object.__setattr__(self, name, tuple(check_fractions(getattr(self, name), name).tolist()))
+        from .checks import check_start  # here: settings load without numba (the command line reads MODELS)
+        from .intervals import z_of
+
         check_start(self.init_mu, self.init_sigma)
         z_of(self.level)
         if not _is_int(self.orders) or self.orders < 1:

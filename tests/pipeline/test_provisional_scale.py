@@ -1,13 +1,12 @@
-"""The ratings step places a refined benchmark's provisional agents on the refined scale (issue 22).
+"""The ratings step places a benchmark's provisional agents on the scale of its joint ratings, under its model.
 
-``with_provisional_agents`` and ``rows_on_test_cases`` are the ratings step's own code (no Dagster run).
+``with_provisional_agents`` is the ratings step's own code (no Dagster run).
 """
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
-from agielo_dagster.assets.ratings import rows_on_test_cases, with_provisional_agents
+from agielo_dagster.assets.ratings import with_provisional_agents
 
 from agielo_dagster.rating import place_provisional_agents, rate, simulate_matches
 
@@ -20,56 +19,30 @@ def _benchmark():
     return rest, partial
 
 
-def test_rows_on_test_cases_reads_only_theirs_a_row_group_at_a_time(tmp_path):
+def test_a_partial_upload_is_placed_on_the_scale_of_the_joint_ratings():
     rest, partial = _benchmark()
-    path = tmp_path / "matches.parquet"
-    pq.write_table(pa.Table.from_pandas(rest, preserve_index=False), path, row_group_size=97)
-    assert pq.ParquetFile(path).num_row_groups > 5
-    got = rows_on_test_cases(str(path), pa.chunked_array([pa.array(partial["test_case_id"])])).to_pandas()
-    want = rest[rest.test_case_id.isin(partial.test_case_id)][["test_case_id", "agent_id", "score"]]
-    pd.testing.assert_frame_equal(got.reset_index(drop=True), want.reset_index(drop=True))
-    assert rows_on_test_cases(str(path), pa.chunked_array([pa.array([], pa.string())])).num_rows == 0
-
-
-def test_a_refined_benchmark_places_its_partial_upload_on_the_refined_scale(tmp_path):
-    rest, partial = _benchmark()
-    result = rate(pa.Table.from_pandas(rest, preserve_index=False), orders=4, with_reliability=False)
-    assert result.settings["refine"] is True
-    path = tmp_path / "matches.parquet"
-    pq.write_table(pa.Table.from_pandas(rest, preserve_index=False), path)
+    result = rate(pa.Table.from_pandas(rest, preserve_index=False), with_reliability=False)
     uploads = pa.Table.from_pandas(partial, preserve_index=False)
-    rows = rows_on_test_cases(str(path), uploads.column("test_case_id"))
-    table = with_provisional_agents(result.agents, result.test_cases, uploads, rows).to_pandas().set_index("agent_id")
-    refined = place_provisional_agents(
-        partial, result.test_cases, level=0.95, rated_matches=rest, rated_agents=result.agents
-    ).iloc[0]
-    glicko = with_provisional_agents(result.agents, result.test_cases, uploads).to_pandas().set_index("agent_id")
+    table = with_provisional_agents(result.agents, result.test_cases, uploads, "rasch").to_pandas().set_index("agent_id")
+    placed = place_provisional_agents(partial, result.test_cases, level=0.95).iloc[0]
     row = table.loc["agent_5"]
-    assert row["status"] == "provisional"
-    assert row["mu"] == refined["mu"] and row["mu_lo"] == refined["mu_lo"] and row["mu_hi"] == refined["mu_hi"]
-    assert abs(glicko.loc["agent_5", "mu"] - row["mu"]) > 20.0  # the Glicko replay is on another scale at this spread
-    # where the refit with the upload puts it, on the refined scale
-    joint = rate(pd.concat([rest, partial]), orders=4, with_reliability=False).agents.set_index("agent_id")
+    assert row["status"] == "provisional" and pd.isna(row["rank"])
+    assert row["mu"] == placed["mu"] and row["mu_lo"] == placed["mu_lo"] and row["mu_hi"] == placed["mu_hi"]
+    # where a joint rating with the whole upload puts it (the same model, the same scale)
+    full = pd.concat([rest, partial])
+    joint = rate(full, with_reliability=False).agents.set_index("agent_id")
     assert row["mu_lo"] <= joint.loc["agent_5", "mu"] <= row["mu_hi"]
+    # a Glicko benchmark's provisional agents are the Glicko placement's (its replay against the histories)
+    glicko = rate(pa.Table.from_pandas(rest, preserve_index=False), model="glicko", orders=4, with_reliability=False)
+    on_glicko = with_provisional_agents(glicko.agents, glicko.test_cases, uploads, "glicko").to_pandas().set_index("agent_id")
+    by_replay = place_provisional_agents(partial, glicko.test_cases, level=0.95, model="glicko").iloc[0]
+    assert on_glicko.loc["agent_5", "mu"] == by_replay["mu"]
 
 
-def test_the_rows_of_a_dictionary_encoded_match_table_carry_only_their_own_ids(tmp_path):
-    """Filtered, a dictionary column keeps its whole dictionary: a wide benchmark's partial uploads turned into a
-    pandas categorical of every test case (1 × 3M + 3 partial uploads: 16.8 s and +1,098 MiB; issue 25). The rows
-    come back as plain strings, and placement reads them as such."""
+def test_a_full_upload_placed_against_the_others_lands_where_the_joint_rating_does():
     rest, partial = _benchmark()
-    path = tmp_path / "matches.parquet"
-    table = pa.Table.from_pandas(rest, preserve_index=False)
-    encoded = table.set_column(0, "test_case_id", table.column("test_case_id").dictionary_encode())
-    assert pa.types.is_dictionary(encoded.schema.field("test_case_id").type)
-    pq.write_table(encoded, path, row_group_size=97)
-    rows = rows_on_test_cases(str(path), pa.chunked_array([pa.array(partial["test_case_id"])]))
-    assert rows.schema.field("test_case_id").type == pa.string() and rows.schema.field("agent_id").type == pa.string()
-    want = rest[rest.test_case_id.isin(partial.test_case_id)][["test_case_id", "agent_id", "score"]]
-    pd.testing.assert_frame_equal(rows.to_pandas().reset_index(drop=True), want.reset_index(drop=True))
-    result = rate(table, orders=2, with_reliability=False)
-    placed = [
-        place_provisional_agents(partial, result.test_cases, rated_matches=rated, rated_agents=result.agents).iloc[0]
-        for rated in (encoded, table)
-    ]
-    assert placed[0]["mu"] == placed[1]["mu"] and placed[0]["mu_hi"] == placed[1]["mu_hi"]
+    mine = simulate_matches(np.random.default_rng(3).normal(1500, 700, 200), [1650.0], seed=9).assign(agent_id="newcomer")
+    result = rate(rest, with_reliability=False)
+    placed = place_provisional_agents(mine, result.test_cases, level=0.95).iloc[0]
+    joint = rate(pd.concat([rest, mine]), with_reliability=False).agents.set_index("agent_id").loc["newcomer"]
+    assert abs(placed["mu"] - joint["mu"]) < 0.25 * (placed["mu_hi"] - placed["mu_lo"])

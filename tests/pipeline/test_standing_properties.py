@@ -45,7 +45,7 @@ def test_every_partial_upload_has_one_row_with_a_status_and_its_reason(rated, up
         score = [float(k % 2) for k in range(len(ids))]
         rows.append(pd.DataFrame({"test_case_id": ids, "agent_id": f"new_{j}", "metric": score, "score": score}))
     partial = pa.Table.from_pandas(pd.concat(rows, ignore_index=True), preserve_index=False)
-    table = with_provisional_agents(rated.agents, rated.test_cases, partial).to_pandas().set_index("agent_id")
+    table = with_provisional_agents(rated.agents, rated.test_cases, partial, "rasch").to_pandas().set_index("agent_id")
     assert table.index.is_unique
     assert set(table.index) == {"agent_0", "agent_1", "agent_2", "typo"} | {f"new_{j}" for j in range(len(uploads))}
     assert set(table["status"]) <= set(STATUSES)
