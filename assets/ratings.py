@@ -16,6 +16,7 @@ from agielo_dagster.domain.standing import FRAGILITY_KEY
 from agielo_dagster.rating.frames import row_positions
 from agielo_dagster.rating.predict import competency_gaps
 from agielo_dagster.rating.schema import MATCH_COLUMNS
+from agielo_dagster.rating.settings import DEFAULT_LEVEL
 
 from .common import (
     benchmark_asset,
@@ -39,12 +40,14 @@ TWIN_MAX_MATCHES = 250_000  # above it the yardstick stays null: 10 twins of 1,0
             "docs/engine.md), test cases at 10/25/50/100%."
         ),
         "test_case_ratings": benchmark_output(
-            "Difficulty of every test case: test_case_id, mu, sigma, matches, mean_score, mean_metric, mu_order_sd, "
-            "component, and its rating history (mu_after_j, sigma_after_j) that places new agents."
+            "Difficulty of every test case: test_case_id, mu (its posterior mean under the benchmark's model), sigma, "
+            "matches, mean_score, mean_metric, component (model glicko: mu_order_sd and the rating history mu_after_j, "
+            "sigma_after_j that places new agents)."
         ),
         "agent_ratings": benchmark_output(
-            "Competency of every agent: agent_id, mu, sigma, matches, mean_score, mean_metric, mu_order_sd, the 95% "
-            "interval mu_lo..mu_hi (match order and sampling of test cases), rank, rank_lo, rank_hi (ties by interval), "
+            "Competency of every agent: agent_id, mu, sigma, matches, mean_score, mean_metric, the "
+            f"{DEFAULT_LEVEL:.0%} interval mu_lo..mu_hi (against the mean of the agent's component), rank, rank_lo, rank_hi "
+            "(rank = 1 + the agents whose interval lies wholly above), "
             "component, provisional, and status (rated, provisional, disconnected: outside the main component, unranked; "
             "unplaced: a partial upload of test cases the benchmark does not rate) with its status_reason."
         ),

@@ -36,12 +36,22 @@ _OUTPUTS = (
     Column("source_path", "string", "The upload (a file under raw/ or warehouse/derived/) the row came from."),
     Column("source_version", "string", "The storage version of that upload when it was read."),
     Column("spec_version", "string", "A hash of the benchmark.yaml the upload was scored with."),
-    Column("mu", "float64", "The Glicko rating (Elo scale): the mean over the orders the matches were played in."),
-    Column("sigma", "float64", "The rating's uncertainty: sigma of the mixture of the orders' Glicko posteriors."),
+    Column(
+        "mu",
+        "float64",
+        "The rating on the Elo scale, as the benchmark's model fits it: an agent's competency, a test case's difficulty; "
+        "E[S] = 1 / (1 + 10^((mu_test_case - mu_agent) / 400)).",
+    ),
+    Column(
+        "sigma",
+        "float64",
+        "The rating's uncertainty (Elo): an agent's standard error against the mean of its component's agents, a test "
+        "case's posterior sd (model glicko: sigma of the mixture of the orders' posteriors).",
+    ),
     Column("matches", "int64", "How many matches the row counts."),
     Column("mean_score", "float64", "The mean match score S of the row's matches (agent's view)."),
     Column("mean_metric", "float64", "The mean raw metric M of the row's matches."),
-    Column("mu_order_sd", "float64", "The spread of one order's rating across the orders (NaN with a single order)."),
+    Column("mu_order_sd", "float64", "Model glicko: the spread of one order's rating across the orders (NaN with one order)."),
     Column("mu_lo", "float64", "The lower end of the rating's interval at the run's level."),
     Column("mu_hi", "float64", "The upper end of the rating's interval at the run's level."),
     Column("rank", "float64", "The agent's rank among the rated agents (1 = best); empty for agents not ranked."),
@@ -129,8 +139,8 @@ COLUMNS: dict[str, Column] = {c.name: c for c in (*MATCH_TABLE, *_OUTPUTS)}
 
 # columns whose name carries a number: the snapshot count j, a confidence in %
 _NUMBERED = (
-    (re.compile(r"mu_after_(\d+)"), "The test case's rating after its match number {0} (of its history)."),
-    (re.compile(r"sigma_after_(\d+)"), "The test case's sigma after its match number {0}."),
+    (re.compile(r"mu_after_(\d+)"), "Model glicko: the test case's rating after its match number {0} (of its history)."),
+    (re.compile(r"sigma_after_(\d+)"), "Model glicko: the test case's sigma after its match number {0}."),
     (re.compile(r"oracle_rating_(\d+)"), "The rating an agent needs to score on the hardest test case with {0} % confidence."),
     (re.compile(r"gap_(\d+)"), "The competency gap: oracle_rating_{0} minus the agent's rating (Elo)."),
     (re.compile(r"pct_beaten_(\d+)"), "The percentage of the test cases the agent beats with at least {0} % confidence."),

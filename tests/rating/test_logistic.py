@@ -1,0 +1,128 @@
+"""The default model (rating/logistic.py): exchangeable, deterministic, finite at the extremes, and solving its own
+equations, checked against an independent computation by scipy's adaptive quadrature."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import integrate
+
+from agielo_dagster.rating import rate, simulate_matches
+from agielo_dagster.rating.frames import encode_matches
+from agielo_dagster.rating.graph import components
+from agielo_dagster.rating.logistic import CENTRE, LOGIT, PRIOR_SCALE, PRIOR_WEIGHT, by_test_case, fit_logistic
+
+
+def _table(rows):
+    return pd.DataFrame(rows, columns=["test_case_id", "agent_id", "score"]).assign(metric=lambda f: f["score"])
+
+
+def test_identical_results_give_the_same_bits_whatever_the_row_order_or_seed():
+    """The issue's case: one test case, a = 1, b = 0, c = 1; a and c are the same agent to the bit, in any order."""
+    matches = _table([("t", "a", 1.0), ("t", "b", 0.0), ("t", "c", 1.0)])
+    first = rate(matches).agents.set_index("agent_id")
+    for order, seed in (([2, 1, 0], 7), ([1, 0, 2], 123)):
+        again = rate(matches.iloc[order], seed=seed).agents.set_index("agent_id")
+        pd.testing.assert_frame_equal(again.loc[first.index], first, check_exact=True)
+    for column in ("mu", "sigma", "mu_lo", "mu_hi", "rank", "rank_hi"):
+        assert first.loc["a", column] == first.loc["c", column], column
+    assert first.loc["a", "mu"] > first.loc["b", "mu"] and np.isfinite(first[["mu_lo", "mu_hi"]]).all().all()
+
+
+def test_a_larger_benchmark_is_bit_identical_under_shuffled_rows_and_other_seeds():
+    rng = np.random.default_rng(5)
+    matches = simulate_matches(rng.normal(1500, 400, 300), rng.normal(1500, 400, 12), seed=5, coverage=0.6)
+    twins = matches[matches["agent_id"] == "agent_03"].assign(agent_id="twin_of_03")  # the same results again
+    matches = pd.concat([matches, twins], ignore_index=True)
+    first = rate(matches, seed=1)
+    shuffled = rate(matches.sample(frac=1.0, random_state=9), seed=99)
+    for table in ("agents", "test_cases"):
+        a, b = getattr(first, table), getattr(shuffled, table)
+        key = "agent_id" if table == "agents" else "test_case_id"
+        pd.testing.assert_frame_equal(
+            a.sort_values(key).reset_index(drop=True), b.sort_values(key).reset_index(drop=True), check_exact=True
+        )
+    agents = first.agents.set_index("agent_id")
+    assert (agents.loc["agent_03"] == agents.loc["twin_of_03"]).all()
+
+
+def test_perfect_and_zero_scores_are_finite_for_agents_and_test_cases():
+    rng = np.random.default_rng(2)
+    matches = simulate_matches(rng.normal(1500, 300, 40), [1300.0, 1500.0, 1700.0], seed=2)
+    perfect = pd.DataFrame({"test_case_id": matches["test_case_id"].unique(), "agent_id": "perfect", "score": 1.0})
+    zero = perfect.assign(agent_id="zero", score=0.0)
+    matches = pd.concat([matches, perfect.assign(metric=1.0), zero.assign(metric=0.0)], ignore_index=True)
+    matches.loc[matches["test_case_id"] == "tc_00", "score"] = 1.0  # a test case every agent solves
+    matches["metric"] = matches["score"]
+    result = rate(matches)
+    agents = result.agents.set_index("agent_id")
+    assert np.isfinite(agents[["mu", "sigma", "mu_lo", "mu_hi"]].to_numpy()).all()
+    assert agents["mu"].idxmax() == "perfect" and agents["mu"].idxmin() == "zero"
+    assert agents.loc["perfect", "mu"] - agents.loc["agent_2", "mu"] < 1200  # off the top, not off the scale
+    assert agents.loc["perfect", "mu_hi"] - agents.loc["perfect", "mu_lo"] < 2000
+    cases = result.test_cases.set_index("test_case_id")
+    assert np.isfinite(cases.loc["tc_00", ["mu", "sigma"]].to_numpy()).all()
+    assert cases.loc["tc_00", "mu"] < cases["mu"].median()  # solved by everyone: easy, and finite
+
+
+def _independent_equations(matches: pd.DataFrame, theta: np.ndarray, tau2: float, agents: list, cases: list):
+    """The fit's equations evaluated by scipy's adaptive quadrature over each test case's prior (logits): each agent's
+    marginal score plus Jeffreys' term (less its mean over the agents), and the equation of log τ²."""
+    a = matches["agent_id"].map({k: i for i, k in enumerate(agents)}).to_numpy()
+    t = matches["test_case_id"].map({k: i for i, k in enumerate(cases)}).to_numpy()
+    s = matches["score"].to_numpy()
+    score, info, slope = np.zeros(len(agents)), np.zeros(len(agents)), np.zeros(len(agents))
+    dlog_u = 0.0
+    for j in range(len(cases)):
+        rows = np.flatnonzero(t == j)
+
+        def density(b, rows=rows):
+            eta = theta[a[rows]] - b
+            log_lik = -np.sum(s[rows] * np.logaddexp(0.0, -eta) + (1 - s[rows]) * np.logaddexp(0.0, eta))
+            return math.exp(log_lik - 0.5 * b * b / tau2)
+
+        def moment(f, rows=rows):
+            return integrate.quad(lambda b: f(b) * density(b), -40, 40, limit=200, epsabs=0, epsrel=1e-11)[0]
+
+        total = moment(lambda b: 1.0)
+        dlog_u += 0.5 * (moment(lambda b: b * b) / total / tau2 - 1.0)
+        for i in rows:
+
+            def p_of(b, i=i):
+                return 0.5 * (1.0 + math.tanh(0.5 * (theta[a[i]] - b)))
+
+            score[a[i]] += moment(lambda b, i=i: s[i] - p_of(b)) / total
+            info[a[i]] += moment(lambda b: p_of(b) * (1 - p_of(b))) / total
+            slope[a[i]] += moment(lambda b: p_of(b) * (1 - p_of(b)) * (1 - 2 * p_of(b))) / total
+    jeffreys = 0.5 * slope / info
+    a0, b0 = PRIOR_WEIGHT / 2.0, PRIOR_WEIGHT * PRIOR_SCALE**2 / 2.0
+    return score + jeffreys - jeffreys.mean(), dlog_u - a0 + b0 / tau2, info
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_the_fit_solves_its_equations_by_an_independent_quadrature(seed):
+    """9 Gauss-Hermite nodes at each test case's posterior against scipy's adaptive quadrature: each agent's equation
+    is zero to within a hundredth of its standard error, and τ's within a hundredth of its own."""
+    rng = np.random.default_rng(seed)
+    matches = simulate_matches(rng.normal(1500, 350, 12), rng.normal(1500, 350, 5), seed=seed, coverage=0.8)
+    m = encode_matches(matches)
+    _, component, _ = components(m)
+    fit = fit_logistic(by_test_case(m), component, binary=True)
+    agents, cases = list(m.agent_ids), list(m.test_case_ids)
+    residual, residual_u, info = _independent_equations(matches, fit.theta, fit.tau2, agents, cases)
+    assert np.abs(residual / np.sqrt(info)).max() < 0.01
+    assert abs(residual_u) < 0.01 * math.sqrt(len(cases))
+    assert fit.iterations < 40
+
+
+def test_graded_scores_find_their_dispersion():
+    """Partial credit in quarters, Binomial(4, E)/4: a score's variance is E(1 − E)/4, dispersion 0.25."""
+    rng = np.random.default_rng(3)
+    matches = simulate_matches(rng.normal(1500, 300, 400), rng.normal(1500, 300, 30), seed=3, outcome="graded")
+    m = encode_matches(matches)
+    _, component, _ = components(m)
+    fit = fit_logistic(by_test_case(m), component, binary=False)
+    assert fit.phi == pytest.approx(0.25, abs=0.02)
+    assert math.sqrt(fit.tau2) * LOGIT == pytest.approx(300, rel=0.1)  # the test cases' spread, recovered
+    assert CENTRE + LOGIT * np.mean(fit.beta_mean) == pytest.approx(1500, abs=30)
