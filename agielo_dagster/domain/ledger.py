@@ -46,6 +46,7 @@ from .layout import (
 )
 from .lineage import INGEST_VERSION, inputs_digest
 from .parquet_io import parquet_bytes
+from .readers import DecoderUnavailable
 from .store import StorageError, Store, StoredFile
 
 __all__ = [
@@ -598,7 +599,7 @@ def _outcomes(read_uploads: Reader, items: list[tuple[bytes, str]], spec: Benchm
     it went wrong on."""
     try:
         return read_uploads(items, spec, max_bytes=max_bytes)
-    except StorageError:
+    except (StorageError, DecoderUnavailable):  # the storage or the machine, not an upload: the step fails and is retried
         raise
     except Exception as exc:  # noqa: BLE001 - found again upload by upload
         if len(items) > 1:

@@ -152,13 +152,16 @@ unquoted = st.text(st.sampled_from(list("ab1.0,-+é ;\t\r\n\x0b\x1c\u2028")), ma
 @FAST
 @given(body=unquoted, header=st.sampled_from(["test_case_id,correct", "correct,test_case_id,note", "test_case_id,correct,"]))
 def test_small_csv_bodies_read_as_pyarrow_reads_them(body, header):
+    """In this process (the decoder process would not see the patched size)."""
+    from agielo_dagster.domain.contract import MAX_LOG_BYTES
     from agielo_dagster.domain.readers import csv_format
+    from agielo_dagster.domain.readers.upload import _read_upload
 
     data = f"{header}\n{body}".encode()
 
     def outcome():
         try:
-            table = read_upload(data, "raw/prop/agent.csv", SPEC)
+            table = _read_upload(data, "raw/prop/agent.csv", SPEC, MAX_LOG_BYTES)
         except IngestError as err:
             return str(err)
         return table.to_pylist()
