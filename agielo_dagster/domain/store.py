@@ -34,6 +34,7 @@ __all__ = [
     "Store",
     "StoredFile",
     "TEMP_SUFFIX",
+    "default_max_upload_bytes",
     "default_root",
 ]
 
@@ -46,6 +47,20 @@ def default_root() -> str:
     """``AGIELO_STORAGE`` if set, else ``./agielo_data`` (made absolute)."""
     root = os.environ.get("AGIELO_STORAGE") or DEFAULT_ROOT
     return root if "://" in root else os.path.abspath(root)
+
+
+def default_max_upload_bytes() -> int:
+    """``AGIELO_MAX_UPLOAD_BYTES`` (a whole number of bytes) if set, else :data:`~.contract.MAX_LOG_BYTES` (256 MiB).
+
+    What it implies is in docs/input-contract.md: a parquet upload's decoded table may be 8 times it, the decoder
+    process's memory 8 times it (at least 64 MiB) beyond what it holds, and a file's CPU 10 s + 0.5 s a MiB.
+    """
+    text = os.environ.get("AGIELO_MAX_UPLOAD_BYTES", "").strip()
+    if not text:
+        return MAX_LOG_BYTES
+    if not text.isdecimal() or int(text) < 1:
+        raise StorageError(f"AGIELO_MAX_UPLOAD_BYTES must be a whole number of bytes (at least 1), got {text[:40]!r}")
+    return int(text)
 
 
 class StorageError(Exception):
@@ -145,7 +160,7 @@ class Store:
 
     root: str = field(default_factory=default_root)
     endpoint_url: str | None = None
-    max_upload_bytes: int = MAX_LOG_BYTES
+    max_upload_bytes: int = field(default_factory=default_max_upload_bytes)
 
     def __post_init__(self):
         scheme = self.root.split("://", 1)[0].lower() if "://" in self.root else "file"

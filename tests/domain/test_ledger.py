@@ -1,10 +1,13 @@
 """The ledger validates a tall benchmark's many small uploads in bounded batches, with the outcome of one batch."""
 
+import pytest
+from agielo_dagster.resources.storage import ObjectStorage
+
 from agielo_dagster.domain import ledger as ledger_module
 from agielo_dagster.domain.ledger import refresh_ledger
 from agielo_dagster.domain.quality import failed_expectations
 from agielo_dagster.domain.readers import read_uploads
-from agielo_dagster.domain.store import Store
+from agielo_dagster.domain.store import StorageError, Store
 
 
 def _outcomes(tmp_path, name, monkeypatch, batch_uploads):
@@ -105,3 +108,25 @@ def test_a_ledgers_summary_and_first_uploads_are_what_the_whole_ledger_says(tmp_
     for count in (0, 2, 10):
         assert first_accepted(store, "quiz", count) == sorted(whole.accepted, key=lambda r: r["agent"])[:count]
     assert [r["agent"] for r in first_accepted(store, "quiz", 2)] == ["alpha", "beta"]
+
+
+def test_the_upload_limit_is_agielo_max_upload_bytes_for_the_store_and_the_resource(tmp_path, monkeypatch):
+    """One setting for the storage a run opens (Store, the ObjectStorage resource's default): a larger upload is
+    log_size by its listed size, unread; a value that is not a whole number of bytes is refused, not guessed."""
+    folder = tmp_path / "raw" / "quiz"
+    folder.mkdir(parents=True)
+    (folder / "benchmark.yaml").write_text("metric: correct\nscoring: binary\n")
+    (folder / "small.csv").write_text("test_case_id,correct\na,1\n")
+    (folder / "large.csv").write_text("test_case_id,correct\n" + "".join(f"case-{i},1\n" for i in range(200)))
+    monkeypatch.setenv("AGIELO_MAX_UPLOAD_BYTES", "1024")
+    assert ObjectStorage(root=str(tmp_path)).max_upload_bytes == 1024 == ObjectStorage(root=str(tmp_path)).store.max_upload_bytes
+    update = refresh_ledger(Store(str(tmp_path)), "quiz", read_uploads=read_uploads)
+    rows = {r["path"].rsplit("/", 1)[-1]: (r["status"], r["rule"]) for r in update.ledger.rows}
+    assert rows == {"small.csv": ("accepted", ""), "large.csv": ("rejected", "log_size")}
+    assert "the limit is 1,024" in next(r["message"] for r in update.ledger.rows if r["rule"] == "log_size")
+    for wrong in ("1e6", "-5", "0", "256MiB"):
+        monkeypatch.setenv("AGIELO_MAX_UPLOAD_BYTES", wrong)
+        with pytest.raises(StorageError, match="AGIELO_MAX_UPLOAD_BYTES must be a whole number of bytes"):
+            Store(str(tmp_path))
+    monkeypatch.delenv("AGIELO_MAX_UPLOAD_BYTES")
+    assert Store(str(tmp_path)).max_upload_bytes == 256 << 20
