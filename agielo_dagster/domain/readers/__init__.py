@@ -61,8 +61,9 @@ CSV
 ---
 Comma-separated, ``"`` quotes with ``""`` for a quote inside a quoted field; a quoted field may
 span lines (line numbers count every line break: LF, CRLF or a lone CR). The first record is the
-header; nothing is inferred (no index column, no types). An optional UTF-8 byte-order mark is
-dropped; blank lines at the end of the file are ignored. A record with more or fewer fields than
+header; nothing is inferred (no index column, no types). A UTF-8 byte-order mark at the file's start
+is dropped; one anywhere else is ``csv_bom`` (two files joined together, usually), never kept in a value
+nor dropped; blank lines at the end of the file are ignored. A record with more or fewer fields than
 the header is ``csv_row_width`` naming the line (an unquoted decimal comma, ``tc_1,87,5``, is the
 usual cause); a record with only empty fields (a blank line inside the file) is
 ``csv_blank_row``; a repeated column name is ``unique_columns``; an empty column name is
