@@ -6,7 +6,9 @@ decoder (its start, about 0.4 s, is paid once a process and not counted). Wall s
 processes together:
 
 - tall: ``--uploads`` small csv uploads of 5 rows (the tall shape's 200,000 uploads × 5, scaled);
-- wide csv and wide parquet: one upload of 1M rows (ids, a metric, a text note).
+- wide csv and wide parquet: one upload of 1M rows (ids, a metric, a text note);
+- tall ledger: the whole ledger step over those ``--uploads`` files on disk (reading them, the quality suite, the
+  accepted copies), the decoder reading a batch while the ledger reads the next from storage.
 
     python benchmarks/isolation.py [--uploads 20000] [--repeat 3]
 """
@@ -85,10 +87,48 @@ def main() -> None:
                 wall, cpu = time.perf_counter() - wall, _cpu() - cpu + decoder_cpu
                 if way not in best or wall < best[way][0]:
                     best[way] = (wall, cpu)
-        for way, (wall, cpu) in best.items():
-            print(f"{name:14} {way:10} {wall:8.3f} {cpu:8.3f} {1e6 * wall / len(items):10.1f}")
-        ratio = best["isolated"][0] / best["in-process"][0]
-        print(f"{name:14} {'ratio':10} {ratio:8.2f} {best['isolated'][1] / best['in-process'][1]:8.2f}")
+        report(name, best, len(items))
+    ledger(args.uploads, args.repeat, spec)
+
+
+def report(name: str, best: dict[str, tuple[float, float]], uploads: int) -> None:
+    for way, (wall, cpu) in best.items():
+        print(f"{name:14} {way:10} {wall:8.3f} {cpu:8.3f} {1e6 * wall / uploads:10.1f}")
+    ratio = best["isolated"][0] / best["in-process"][0]
+    print(f"{name:14} {'ratio':10} {ratio:8.2f} {best['isolated'][1] / best['in-process'][1]:8.2f}")
+
+
+def ledger(uploads: int, repeat: int, spec) -> None:
+    """refresh_ledger over ``uploads`` small csv files, with each reader (the caller's CPU only: see the module doc)."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from agielo_dagster.domain.ledger import refresh_ledger
+    from agielo_dagster.domain.quality import failed_expectations
+    from agielo_dagster.domain.readers import read_uploads
+    from agielo_dagster.domain.readers.upload import _read_uploads
+    from agielo_dagster.domain.store import Store
+
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "raw" / "tall"
+        folder.mkdir(parents=True)
+        (folder / "benchmark.yaml").write_text("metric: correct\nscoring: identity\n")
+        for a in range(uploads):
+            body = "".join(f"case-{i},{(a + i) % 2}\n" for i in range(5))
+            (folder / f"model_{a}.csv").write_text(f"test_case_id,correct\n{body}")
+        readers = {"in-process": lambda items, spec, max_bytes: _read_uploads(items, spec, max_bytes), "isolated": read_uploads}
+        best: dict[str, tuple[float, float]] = {}
+        for _ in range(repeat):
+            for way, reader in readers.items():
+                shutil.rmtree(Path(tmp) / "warehouse", ignore_errors=True)
+                wall, cpu = time.perf_counter(), _cpu()
+                update = refresh_ledger(Store(tmp), "tall", read_uploads=reader, quality_suite=failed_expectations)
+                wall, cpu = time.perf_counter() - wall, _cpu() - cpu
+                assert len(update.ledger.accepted) == uploads
+                if way not in best or wall < best[way][0]:
+                    best[way] = (wall, cpu)
+        report("tall ledger", best, uploads)
 
 
 if __name__ == "__main__":

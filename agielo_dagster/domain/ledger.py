@@ -27,6 +27,7 @@ import json
 import time
 from collections import Counter
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -585,16 +586,21 @@ def _validate(
 
     reading: list[tuple[StoredFile, str, bytes]] = []  # read, to be checked together
     reading_bytes = 0
+    in_flight: list[tuple[list[tuple[StoredFile, str]], Future]] = []  # a batch the decoder reads while we read the next
 
     def check():
-        nonlocal pending_rows, reading_bytes
+        nonlocal reading_bytes
         uploads = [(f, agent) for f, agent, _ in reading]
         items = [(data, f.path) for f, _, data in reading]
         reading.clear()  # the bytes go once read: a wide upload's 200 MB are not held through the suite and the writes
         reading_bytes = 0
-        outcomes = _outcomes(read_uploads, items, spec, store.max_upload_bytes)
-        del items
-        for (f, agent), outcome in zip(uploads, outcomes, strict=True):
+        in_flight.append((uploads, checking.submit(_outcomes, read_uploads, items, spec, store.max_upload_bytes)))
+        if len(in_flight) > 1:
+            settle(*in_flight.pop(0))
+
+    def settle(uploads: list[tuple[StoredFile, str]], outcomes: Future) -> None:
+        nonlocal pending_rows
+        for (f, agent), outcome in zip(uploads, outcomes.result(), strict=True):
             if isinstance(outcome, IngestError):
                 rows[f.path] = _row(f, "rejected", agent=agent, error=outcome, spec_version=spec_version)
                 continue
@@ -603,21 +609,25 @@ def _validate(
             if pending_rows >= batch_rows or len(pending) >= BATCH_UPLOADS:
                 flush()
 
-    for f, agent in to_check:
-        try:
-            data, version = store.read_versioned(f.path, limit=store.max_upload_bytes)
-        except FileNotFoundError:
-            continue  # removed since the listing: the next refresh sees it gone
-        f = StoredFile(f.path, len(data), f.fingerprint, version, f.kind)
-        learned[f.path] = version
-        if (outcome := known_outcome(f.path, version)) is not None:
-            rows[f.path] = outcome
-            continue
-        checked += 1
-        reading.append((f, agent, data))
-        reading_bytes += len(data)
-        if len(reading) >= READ_UPLOADS or reading_bytes >= READ_BYTES:
-            check()
-    check()
+    # the decoder process reads a batch while this process reads the next from storage (one batch ahead)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="agielo-decode") as checking:
+        for f, agent in to_check:
+            try:
+                data, version = store.read_versioned(f.path, limit=store.max_upload_bytes)
+            except FileNotFoundError:
+                continue  # removed since the listing: the next refresh sees it gone
+            f = StoredFile(f.path, len(data), f.fingerprint, version, f.kind)
+            learned[f.path] = version
+            if (outcome := known_outcome(f.path, version)) is not None:
+                rows[f.path] = outcome
+                continue
+            checked += 1
+            reading.append((f, agent, data))
+            reading_bytes += len(data)
+            if len(reading) >= READ_UPLOADS or reading_bytes >= READ_BYTES:
+                check()
+        check()
+        while in_flight:
+            settle(*in_flight.pop(0))
     flush()
     return checked
