@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import math
 import mmap
+import os
 import resource
 import signal
 import sys
@@ -170,4 +171,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except BrokenPipeError:  # the caller went away (killed, or done): nothing to answer, nothing to report
+        os._exit(0)
