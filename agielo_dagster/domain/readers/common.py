@@ -11,9 +11,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..contract import (
+    DECODE_MEMORY_FLOOR,
     MAX_COLUMNS,
     MAX_QUOTED_CHARS,
     MAX_ROWS_NAMED,
+    PARQUET_EXPANSION,
     IngestError,
     Problems,
 )
@@ -51,7 +53,12 @@ def _out_of_memory(exc: BaseException) -> bool:
 
 
 def _memory_limit(file: str) -> IngestError:
-    return IngestError(file, "decode_limit", "decoding it needs more memory than the decoder's limit; split the file")
+    return IngestError(
+        file,
+        "decode_limit",
+        f"decoding it needs more memory than the decoder allows ({PARQUET_EXPANSION} × the upload limit, at least "
+        f"{DECODE_MEMORY_FLOOR >> 20} MiB); split the file",
+    )
 
 
 def _cut(text: str, limit: int = MAX_QUOTED_CHARS * 3) -> str:
