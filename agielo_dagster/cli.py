@@ -234,14 +234,14 @@ def print_summary(store: Store, summary: RunSummary, out: TextIO | None = None) 
     # message: printed once, with the number of uploads it rejects
     files: dict[tuple[str, str], list[str]] = {}
     for row in problems.itertuples():
-        files.setdefault(("refused" if row.status == "refused" else "rejected", row.message), []).append(row.file)
+        files.setdefault((row.status if row.status in ("refused", "skipped") else "rejected", row.message), []).append(row.file)
     for (status, message), paths in files.items():
         also = f" ({len(paths)} uploads: {', '.join(paths[:3])}{', …' if len(paths) > 3 else ''})" if len(paths) > 1 else ""
         print(f"  {status}: {message}{also}", file=out)
     for failure in summary.failed_runs:
         print(f"  FAILED {failure}", file=out)
     print(f"outputs: {store.uri('warehouse')}", file=out)
-    return len(problems)
+    return int((problems["status"] != "skipped").sum())
 
 
 def rho_meaning(rho: float) -> str:

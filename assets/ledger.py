@@ -44,7 +44,7 @@ def uploads_table(rows: list[dict], limit: int = SHOWN_ROWS, benchmark_column: b
         columns=[
             *([dg.TableColumn("benchmark", "string")] if benchmark_column else []),
             dg.TableColumn("path", "string"),
-            dg.TableColumn("status", "string", description="accepted | rejected | refused | removed"),
+            dg.TableColumn("status", "string", description="accepted | rejected | refused | skipped | removed"),
             dg.TableColumn("rule", "string"),
             dg.TableColumn("message", "string"),
             dg.TableColumn("rows", "int"),
@@ -103,7 +103,7 @@ def upload_ledger(context: dg.AssetExecutionContext, config: LedgerConfig, stora
         if not ledger.accepted:
             withdrawn = withdraw(store, benchmark, outputs)
         for row in update.changed[:LOGGED_ROWS]:  # each log line is an event in the instance: a few, then a count
-            level = context.log.info if row["status"] in ("accepted", "removed") else context.log.warning
+            level = context.log.info if row["status"] in ("accepted", "removed", "skipped") else context.log.warning
             level(f"{row['status']} {row['message'] or row['path']}")
         if len(update.changed) > LOGGED_ROWS:
             context.log.info(f"… and {len(update.changed) - LOGGED_ROWS} more changed upload(s): see the ledger")
@@ -126,6 +126,7 @@ def _metadata(store, ledger: Ledger, update, digest: str, withdrawn: bool) -> di
         "accepted": len(ledger.accepted),
         "rejected": sum(r["status"] == "rejected" for r in problems),
         "refused": sum(r["status"] == "refused" for r in problems),
+        "skipped": sum(r["status"] == "skipped" for r in ledger.rows),
         "validated_in_this_run": update.validated,
         "changed_in_this_run": uploads_table(update.changed),
         "rejected_and_refused": uploads_table(problems),

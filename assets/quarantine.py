@@ -1,4 +1,5 @@
-"""quarantine_report: every upload rejected and every file refused, across benchmarks (and judgment sets), and why."""
+"""quarantine_report: every upload rejected and every file refused, across benchmarks (and judgment sets), and why;
+and every file skipped on purpose (a hidden name under raw/, status ``skipped``: named and counted, not a problem)."""
 
 import dagster as dg
 import pandas as pd
@@ -17,7 +18,7 @@ QUARANTINE_COLUMNS = ["benchmark", "agent", "file", "version", "status", "rule",
 
 
 def read_quarantine(store: Store) -> pd.DataFrame:
-    """Rejected uploads and refused files that are present now, from the ledgers and a listing of raw/."""
+    """Rejected uploads, refused files and skipped ones that are present now, from the ledgers and a listing of raw/."""
     raw = scan_raw(store)
     rows = [
         {"benchmark": "", "agent": "", "file": e.file, "version": "", "status": "refused", "rule": e.rule, "message": str(e)}
@@ -39,7 +40,7 @@ def read_quarantine(store: Store) -> pd.DataFrame:
         )
     for benchmark in known_benchmarks(store, raw):
         summary = read_summary(store, benchmark)
-        for r in summary.problems if summary else []:
+        for r in (*summary.problems, *summary.skipped) if summary else []:
             rows.append(
                 {
                     "benchmark": benchmark,
@@ -72,5 +73,10 @@ def quarantine_report(context: dg.AssetExecutionContext, storage: ObjectStorage)
     ]
     return dg.Output(
         report,
-        metadata={"inputs_digest": digest, "problems": len(report), "report": uploads_table(shown)},
+        metadata={
+            "inputs_digest": digest,
+            "problems": int((report["status"] != "skipped").sum()),
+            "skipped": int((report["status"] == "skipped").sum()),
+            "report": uploads_table(shown),
+        },
     )

@@ -7,8 +7,7 @@ Credentials never pass through Dagster config: they come from the environment (`
 import dagster as dg
 from pydantic import Field, PrivateAttr
 
-from agielo_dagster.domain.contract import MAX_LOG_BYTES
-from agielo_dagster.domain.store import Store, default_root
+from agielo_dagster.domain.store import Store, default_max_upload_bytes, default_root
 
 
 class ObjectStorage(dg.ConfigurableResource):
@@ -19,7 +18,12 @@ class ObjectStorage(dg.ConfigurableResource):
         default=None,
         description="S3-compatible endpoint (e.g. a local SeaweedFS); default AWS_ENDPOINT_URL or AWS itself",
     )
-    max_upload_bytes: int = Field(default=MAX_LOG_BYTES, description="Larger uploads are rejected unread (rule log_size)")
+    max_upload_bytes: int = Field(
+        default_factory=default_max_upload_bytes,
+        gt=0,
+        description="Larger uploads are rejected unread (rule log_size); default AGIELO_MAX_UPLOAD_BYTES or 256 MiB. "
+        "A parquet upload may decode to 8 times it; the decoder process may use 8 times it (at least 64 MiB) of memory",
+    )
     _store: Store | None = PrivateAttr(default=None)
 
     @property

@@ -23,6 +23,10 @@ from ..rating.scoring import Scoring, ScoringError, make_scoring
 from ..rating.settings import DEFAULT_MODEL, MODELS
 
 __all__ = [
+    "DECODE_CPU_SECONDS",
+    "DECODE_CPU_SECONDS_PER_MIB",
+    "DECODE_MEMORY_FLOOR",
+    "DECODE_WALL_FACTOR",
     "MAX_COLUMNS",
     "MAX_HEADER_BYTES",
     "MAX_JSON_DEPTH",
@@ -53,6 +57,14 @@ MAX_HEADER_BYTES = 64 * 1024  # the csv header record, checked before anything e
 MAX_JSON_DEPTH = 32  # nesting of arrays and objects on one jsonl line, the line's object included (rule jsonl_depth)
 MAX_PARQUET_FOOTER_BYTES = 16 * 1024 * 1024  # the parquet footer (schema and row-group index) (rule parquet_footer)
 PARQUET_EXPANSION = 8  # a parquet upload may decode to at most this many times the upload limit (rule log_size)
+# The decoder process (readers.isolation), rule decode_limit: its writable memory beyond a request's start and bytes is
+# PARQUET_EXPANSION times the upload limit, at least DECODE_MEMORY_FLOOR; a file's CPU seconds are DECODE_CPU_SECONDS
+# plus DECODE_CPU_SECONDS_PER_MIB a MiB of it (jsonl, the slowest format, reads at about 0.04 s a MiB), and its wall
+# time DECODE_WALL_FACTOR times that, plus 10 s
+DECODE_MEMORY_FLOOR = 64 * 1024 * 1024
+DECODE_CPU_SECONDS = 10
+DECODE_CPU_SECONDS_PER_MIB = 0.5
+DECODE_WALL_FACTOR = 3
 MIN_ROW_BYTES = 4  # a parquet upload may declare at most (upload limit / 4) rows, as many as the densest csv (rule log_size)
 MAX_MESSAGE_CHARS = 300  # a rejection message, file path included (a longer detail is cut with an ellipsis)
 MAX_QUOTED_CHARS = 40  # a value quoted in a message (longer values are cut with an ellipsis)

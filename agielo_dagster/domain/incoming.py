@@ -26,7 +26,7 @@ import pyarrow as pa
 from .contract import IngestError
 from .harness import DerivedUpload, HarnessResult, drops_of, merge_specs, read_drop, reader_environment
 from .layout import DERIVED_ROOT, INCOMING_LEDGER, derived_folder, derived_path, derived_spec_path, in_folder
-from .ledger import cached_versions, write_fingerprints
+from .listing import cached_versions, write_fingerprints
 from .parquet_io import parquet_bytes
 from .store import StorageError, Store, StoredFile
 
@@ -72,7 +72,7 @@ def _drops(store: Store, listing: list[StoredFile]) -> dict[tuple[str, str], tup
     version = {f.path: f.version for f in listing}
     environments: dict[str, str] = {}
     out = {}
-    for drop, paths in drops_of([f.path for f in listing if not f.symlink]).items():
+    for drop, paths in drops_of([f.path for f in listing if not f.kind]).items():
         if drop.harness not in environments:
             environments[drop.harness] = reader_environment(drop.harness)
         text = "\n".join(f"{p}\0{version[p]}" for p in paths)
@@ -84,7 +84,7 @@ def _drops(store: Store, listing: list[StoredFile]) -> dict[tuple[str, str], tup
 
 def _listing(store: Store) -> list[StoredFile]:
     files = cached_versions(store, _CACHE, store.list_files("incoming"))
-    return [f if f.version or f.symlink else StoredFile(f.path, f.size, f.fingerprint, store.hash_file(f.path)) for f in files]
+    return [f if f.version or f.kind else StoredFile(f.path, f.size, f.fingerprint, store.hash_file(f.path)) for f in files]
 
 
 def incoming_reason(store: Store) -> str:
@@ -92,7 +92,7 @@ def incoming_reason(store: Store) -> str:
     listing = cached_versions(store, _CACHE, store.list_files("incoming"))
     if not listing:
         return "incoming/ emptied" if read_incoming(store) else ""
-    if any(not f.version and not f.symlink for f in listing):
+    if any(not f.version and not f.kind for f in listing):
         return "a file under incoming/ is new or changed"
     recorded = {(r["harness"], r["drop"]): r["files_digest"] for r in read_incoming(store)}
     current = {key: digest for key, (_, digest) in _drops(store, listing).items()}

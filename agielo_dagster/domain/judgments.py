@@ -36,6 +36,7 @@ import pyarrow.compute as pc
 
 from .contract import MAX_LOG_BYTES, MAX_NAME_LENGTH, IngestError, Problems, check_name
 from .layout import JUDGMENTS_FOLDER, judgment_ledger_path, judgment_path
+from .listing import unread
 from .parquet_io import parquet_bytes
 from .readers import read_rows
 from .readers.common import _PADDED_RE, _check_bytes, _guarded, _q
@@ -192,8 +193,8 @@ def judgment_sets(store: Store) -> tuple[list[tuple[str, StoredFile]], list[Inge
         if f.name.startswith("."):
             continue
         try:
-            if f.symlink:
-                raise IngestError(f.path, "symlink", "a symbolic link; links are never followed")
+            if f.kind:
+                raise unread(f)[1]
             if f.path.count("/") != 1 or not f.path.endswith(".csv"):
                 raise IngestError(f.path, "layout", "judgment sets belong at judgments/<set>.csv")
             sets.append((check_name(f.path.removeprefix("judgments/").removesuffix(".csv"), "judgment set", f.path), f))

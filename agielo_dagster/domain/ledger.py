@@ -2,8 +2,9 @@
 
 One ledger per benchmark, ``warehouse/upload_ledger/<benchmark>.parquet``, one row per file in
 ``raw/<benchmark>/``: its version, and ``accepted``, ``rejected`` (it broke the input contract or
-the quality suite) or ``refused`` (not an upload at all: wrong place, unsafe name, unsupported
-type, symbolic link), with the rule and message. Everything else derives from it:
+the quality suite), ``refused`` (not an upload at all: wrong place, unsafe name, unsupported
+type, symbolic link, not a regular file) or ``skipped`` (a hidden name, as an upload still being
+written: never read, and no problem), with the rule and message. Everything else derives from it:
 
 - the benchmark's **inputs digest**: the accepted uploads' (path, version), ``benchmark.yaml``'s
   version and the code version (:meth:`Ledger.inputs_digest`);
@@ -26,6 +27,7 @@ import json
 import time
 from collections import Counter
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -37,16 +39,15 @@ from .copies import AcceptedCopies, SmallUploads, is_small, write_copies
 from .layout import (
     accepted_path,
     classify_input_path,
-    derived_folder,
     derived_spec_path,
-    fingerprint_path,
     ledger_path,
-    raw_folder,
     spec_path,
     tags_path,
 )
 from .lineage import INGEST_VERSION, inputs_digest
+from .listing import cached_versions, input_files, known_version, unread, write_fingerprints
 from .parquet_io import parquet_bytes
+from .readers import DecoderUnavailable
 from .store import StorageError, Store, StoredFile
 
 __all__ = [
@@ -65,14 +66,13 @@ __all__ = [
 ]
 
 MESSAGE_CHARS = MAX_REPORT_CHARS  # a rejection may name several rules (contract.Problems)
-RACY_SECONDS = 0.1
 
 LEDGER_SCHEMA = pa.schema(
     [
         ("path", pa.string()),
         ("kind", pa.string()),  # upload | tags (the benchmark's test_cases.* file) | other
         ("agent", pa.string()),
-        ("status", pa.string()),  # accepted | rejected | refused
+        ("status", pa.string()),  # accepted | rejected | refused | skipped
         ("version", pa.string()),
         ("size", pa.int64()),
         ("rows", pa.int64()),
@@ -84,7 +84,6 @@ LEDGER_SCHEMA = pa.schema(
         ("ingest_version", pa.string()),
     ]
 )
-_FINGERPRINTS = pa.schema([("path", pa.string()), ("fingerprint", pa.string()), ("version", pa.string())])
 
 
 @dataclass(frozen=True)
@@ -129,7 +128,7 @@ class Ledger:
     @property
     def problems(self) -> list[dict]:
         """Rejected uploads and tag files, and refused files."""
-        return [r for r in self.rows if r["status"] != "accepted"]
+        return [r for r in self.rows if r["status"] not in ("accepted", "skipped")]
 
     def inputs_digest(self, code_version: str) -> str:
         """The digest every output of this benchmark records: accepted inputs, benchmark.yaml and code."""
@@ -185,6 +184,7 @@ class LedgerSummary:
     problems: tuple[dict, ...]  # as Ledger.problems
     tag_file: dict | None  # as Ledger.tag_file
     description: str = ""
+    skipped: tuple[dict, ...] = ()  # hidden names, never read
 
 
 def _stored(store: Store, benchmark: str) -> tuple[pa.Table, dict] | None:
@@ -222,14 +222,16 @@ def read_summary(store: Store, benchmark: str) -> LedgerSummary | None:
         return None
     table, meta = stored
     accepted = pc.fill_null(pc.equal(table.column("status"), "accepted"), False)
+    skipped = pc.fill_null(pc.equal(table.column("status"), "skipped"), False)
     uploads, tags = (pc.and_(accepted, pc.equal(table.column("kind"), kind)) for kind in ("upload", "tags"))
     tag_files = _rows_of(table.filter(pc.fill_null(tags, False)))
     return LedgerSummary(
         benchmark,
         pc.sum(pc.fill_null(uploads, False)).as_py() or 0,
-        _rows_of(table.filter(pc.invert(accepted))),
+        _rows_of(table.filter(pc.invert(pc.or_(accepted, skipped)))),
         tag_files[0] if tag_files else None,
         meta.get("description", ""),
+        _rows_of(table.filter(skipped)),
     )
 
 
@@ -339,64 +341,6 @@ def _cap(message: str) -> str:
     return message if len(message) <= MESSAGE_CHARS else message[: MESSAGE_CHARS - 1] + "…"
 
 
-def cached_versions(store: Store, cache: str, files: list[StoredFile]) -> list[StoredFile]:
-    """Fill in local content versions from the fingerprint cache (S3 listings carry ETags); '' where unknown.
-
-    Files over the upload limit get a version made of their fingerprint: they are refused unread.
-    """
-    if not store.is_local:
-        return files
-    known = {}
-    try:
-        cached = store.read_table(fingerprint_path(cache))
-        if cached.schema.remove_metadata() == _FINGERPRINTS:
-            known = {(r["path"], r["fingerprint"]): r["version"] for r in cached.to_pylist()}
-    except StorageError:
-        raise
-    except Exception:  # noqa: BLE001 - no cache yet, or a damaged one: hash again
-        known = {}
-    out = []
-    for f in files:
-        if f.version:
-            out.append(f)
-            continue
-        version = known.get((f.path, f.fingerprint)) or (f"size:{f.fingerprint}" if f.size > store.max_upload_bytes else "")
-        out.append(StoredFile(f.path, f.size, f.fingerprint, version, f.symlink) if version else f)
-    return out
-
-
-def _known(store: Store, f: StoredFile) -> StoredFile:
-    """The file with its version, hashing it if the cache did not know it (for files that are not read anyway)."""
-    return f if f.version else StoredFile(f.path, f.size, f.fingerprint, store.hash_file(f.path), f.symlink)
-
-
-def write_fingerprints(
-    store: Store, cache: str, files: list[StoredFile], listed_at_ns: int, learned: dict[str, str] | None = None
-) -> None:
-    """Remember each listed file's version by its fingerprint (local storage; S3 lists versions itself); a file
-    listed without one takes the version ``learned`` while reading it."""
-    if not store.is_local:
-        return
-    # as git does with its index: a file changed just before it was listed may change again within the
-    # clock's granularity without its fingerprint moving, so it is not cached (it is hashed next time)
-    settled = listed_at_ns - int(RACY_SECONDS * 1e9)
-    learned = learned or {}
-    paths, fingerprints, versions = [], [], []
-    for f in files:
-        version = f.version or learned.get(f.path, "")
-        if version and not f.symlink and int(f.fingerprint.split(":")[2]) < settled:
-            paths.append(f.path)
-            fingerprints.append(f.fingerprint)
-            versions.append(version)
-    table = pa.table([paths, fingerprints, versions], schema=_FINGERPRINTS)
-    store.write_bytes(fingerprint_path(cache), parquet_bytes(table))
-
-
-def input_files(store: Store, benchmark: str) -> list[StoredFile]:
-    """A benchmark's inputs: its files under raw/, and the uploads derived from harness logs."""
-    return store.list_files(raw_folder(benchmark)) + store.list_files(derived_folder(benchmark))
-
-
 def spec_file_of(benchmark: str, paths) -> str:
     """The benchmark.yaml in force: the user's under raw/, else the one inferred from harness logs."""
     paths = set(paths)
@@ -414,8 +358,8 @@ def _spec(store: Store, benchmark: str, files: list[StoredFile]) -> tuple[str, B
             path, "spec_exists", "benchmark.yaml is missing: it says which column is the metric and how to score it"
         )
         return "", None, error
-    if spec_file.symlink:
-        return "symlink", None, IngestError(path, "symlink", "benchmark.yaml is a symbolic link; links are never followed")
+    if spec_file.kind:
+        return spec_file.kind, None, unread(spec_file)[1]
     if spec_file.size > MAX_SPEC_BYTES:
         error = IngestError(path, "spec_size", f"benchmark.yaml is {spec_file.size:,} bytes; at most {MAX_SPEC_BYTES:,}")
         return spec_file.version or f"size:{spec_file.fingerprint}", None, error  # known by its listing, never read
@@ -478,13 +422,14 @@ def refresh_ledger(
     for f in listing:
         if f.path in (spec_path(benchmark), derived_spec_path(benchmark)):
             continue
-        if f.symlink:
-            rows[f.path] = _row(f, "refused", error=IngestError(f.path, "symlink", "a symbolic link; links are never followed"))
+        if f.kind:
+            status, error = unread(f)
+            rows[f.path] = _row(f, status, error=error)
             continue
         try:
             raw = classify_input_path(f.path)
         except IngestError as err:
-            rows[f.path] = _row(_known(store, f), "refused", error=err)
+            rows[f.path] = _row(known_version(store, f), "refused", error=err)
             continue
         if raw is not None and raw.kind == "upload":
             uploads.append((f, raw.agent))
@@ -497,7 +442,7 @@ def refresh_ledger(
     to_check: list[tuple[StoredFile, str]] = []
     for f, agent in uploads:
         if per_agent[agent] > 1 or spec_error is not None:
-            f = _known(store, f)
+            f = known_version(store, f)
         if per_agent[agent] > 1:
             names = sorted(g.name for g, a in uploads if a == agent)
             error = IngestError(
@@ -568,7 +513,7 @@ def _tag_file(store: Store, benchmark: str, f: StoredFile, before: dict | None, 
 
     if f.size > store.max_upload_bytes:
         error = IngestError(f.path, "log_size", f"file is {f.size:,} bytes; the limit is {store.max_upload_bytes:,}")
-        return {**_row(_known(store, f), "rejected", error=error), "kind": "tags"}
+        return {**_row(known_version(store, f), "rejected", error=error), "kind": "tags"}
     if (
         before is not None
         and f.version
@@ -578,7 +523,7 @@ def _tag_file(store: Store, benchmark: str, f: StoredFile, before: dict | None, 
         return dict(before)
     data, version = store.read_versioned(f.path, limit=store.max_upload_bytes)
     learned[f.path] = version
-    f = StoredFile(f.path, len(data), f.fingerprint, version, f.symlink)
+    f = StoredFile(f.path, len(data), f.fingerprint, version, f.kind)
     if before is not None and (before["version"], before["ingest_version"]) == (version, INGEST_VERSION):
         if before["status"] != "accepted" or store.exists(tags_path(benchmark)):
             return dict(before)
@@ -617,7 +562,7 @@ def _outcomes(read_uploads: Reader, items: list[tuple[bytes, str]], spec: Benchm
     it went wrong on."""
     try:
         return read_uploads(items, spec, max_bytes=max_bytes)
-    except StorageError:
+    except (StorageError, DecoderUnavailable):  # the storage or the machine, not an upload: the step fails and is retried
         raise
     except Exception as exc:  # noqa: BLE001 - found again upload by upload
         if len(items) > 1:
@@ -660,16 +605,21 @@ def _validate(
 
     reading: list[tuple[StoredFile, str, bytes]] = []  # read, to be checked together
     reading_bytes = 0
+    in_flight: list[tuple[list[tuple[StoredFile, str]], Future]] = []  # a batch the decoder reads while we read the next
 
     def check():
-        nonlocal pending_rows, reading_bytes
+        nonlocal reading_bytes
         uploads = [(f, agent) for f, agent, _ in reading]
         items = [(data, f.path) for f, _, data in reading]
         reading.clear()  # the bytes go once read: a wide upload's 200 MB are not held through the suite and the writes
         reading_bytes = 0
-        outcomes = _outcomes(read_uploads, items, spec, store.max_upload_bytes)
-        del items
-        for (f, agent), outcome in zip(uploads, outcomes, strict=True):
+        in_flight.append((uploads, checking.submit(_outcomes, read_uploads, items, spec, store.max_upload_bytes)))
+        if len(in_flight) > 1:
+            settle(*in_flight.pop(0))
+
+    def settle(uploads: list[tuple[StoredFile, str]], outcomes: Future) -> None:
+        nonlocal pending_rows
+        for (f, agent), outcome in zip(uploads, outcomes.result(), strict=True):
             if isinstance(outcome, IngestError):
                 rows[f.path] = _row(f, "rejected", agent=agent, error=outcome, spec_version=spec_version)
                 continue
@@ -678,21 +628,25 @@ def _validate(
             if pending_rows >= batch_rows or len(pending) >= BATCH_UPLOADS:
                 flush()
 
-    for f, agent in to_check:
-        try:
-            data, version = store.read_versioned(f.path, limit=store.max_upload_bytes)
-        except FileNotFoundError:
-            continue  # removed since the listing: the next refresh sees it gone
-        f = StoredFile(f.path, len(data), f.fingerprint, version, f.symlink)
-        learned[f.path] = version
-        if (outcome := known_outcome(f.path, version)) is not None:
-            rows[f.path] = outcome
-            continue
-        checked += 1
-        reading.append((f, agent, data))
-        reading_bytes += len(data)
-        if len(reading) >= READ_UPLOADS or reading_bytes >= READ_BYTES:
-            check()
-    check()
+    # the decoder process reads a batch while this process reads the next from storage (one batch ahead)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="agielo-decode") as checking:
+        for f, agent in to_check:
+            try:
+                data, version = store.read_versioned(f.path, limit=store.max_upload_bytes)
+            except FileNotFoundError:
+                continue  # removed since the listing: the next refresh sees it gone
+            f = StoredFile(f.path, len(data), f.fingerprint, version, f.kind)
+            learned[f.path] = version
+            if (outcome := known_outcome(f.path, version)) is not None:
+                rows[f.path] = outcome
+                continue
+            checked += 1
+            reading.append((f, agent, data))
+            reading_bytes += len(data)
+            if len(reading) >= READ_UPLOADS or reading_bytes >= READ_BYTES:
+                check()
+        check()
+        while in_flight:
+            settle(*in_flight.pop(0))
     flush()
     return checked

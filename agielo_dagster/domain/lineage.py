@@ -43,6 +43,7 @@ INGEST_SOURCES: tuple[str, ...] = (
     "agielo_dagster.domain.readers",
     "agielo_dagster.domain.quality",
     "agielo_dagster.domain.ledger",
+    "agielo_dagster.domain.listing",
     "agielo_dagster.rating.scoring",
 )
 SOURCE_SUFFIXES = (".py", ".html", ".css", ".js")  # code, and the page files a module or package carries

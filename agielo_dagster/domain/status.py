@@ -42,8 +42,9 @@ from .layout import (
     tags_path,
     warehouse_path,
 )
-from .ledger import Ledger, input_files, read_ledger, spec_file_of
+from .ledger import Ledger, read_ledger, spec_file_of
 from .lineage import INGEST_VERSION
+from .listing import input_files
 from .store import StorageError, Store
 
 __all__ = [

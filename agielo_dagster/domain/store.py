@@ -17,6 +17,7 @@ import hashlib
 import os
 import posixpath
 import socket
+import stat
 import time
 import uuid
 from collections.abc import Mapping
@@ -34,6 +35,7 @@ __all__ = [
     "Store",
     "StoredFile",
     "TEMP_SUFFIX",
+    "default_max_upload_bytes",
     "default_root",
 ]
 
@@ -46,6 +48,20 @@ def default_root() -> str:
     """``AGIELO_STORAGE`` if set, else ``./agielo_data`` (made absolute)."""
     root = os.environ.get("AGIELO_STORAGE") or DEFAULT_ROOT
     return root if "://" in root else os.path.abspath(root)
+
+
+def default_max_upload_bytes() -> int:
+    """``AGIELO_MAX_UPLOAD_BYTES`` (a whole number of bytes) if set, else :data:`~.contract.MAX_LOG_BYTES` (256 MiB).
+
+    What it implies is in docs/input-contract.md: a parquet upload's decoded table may be 8 times it, the decoder
+    process's memory 8 times it (at least 64 MiB) beyond what it holds, and a file's CPU 10 s + 0.5 s a MiB.
+    """
+    text = os.environ.get("AGIELO_MAX_UPLOAD_BYTES", "").strip()
+    if not text:
+        return MAX_LOG_BYTES
+    if not text.isdecimal() or int(text) < 1:
+        raise StorageError(f"AGIELO_MAX_UPLOAD_BYTES must be a whole number of bytes (at least 1), got {text[:40]!r}")
+    return int(text)
 
 
 class StorageError(Exception):
@@ -117,14 +133,19 @@ class StoredFile:
 
     ``version`` is known from the listing on S3 (the ETag); locally it is the content hash,
     filled in by :meth:`Store.versions` (through a fingerprint cache, so unchanged files are
-    never read again).
+    never read again). What is listed but never opened (a symbolic link, a FIFO, a socket, a device,
+    a hidden name) has its ``kind`` as its version.
     """
 
     path: str
     size: int
     fingerprint: str
     version: str = ""
-    symlink: bool = False
+    kind: str = ""  # "": a regular file; else why it is never opened: "symlink", "fifo", "socket", "device", "hidden"
+
+    @property
+    def symlink(self) -> bool:
+        return self.kind == "symlink"
 
     @property
     def name(self) -> str:
@@ -145,7 +166,7 @@ class Store:
 
     root: str = field(default_factory=default_root)
     endpoint_url: str | None = None
-    max_upload_bytes: int = MAX_LOG_BYTES
+    max_upload_bytes: int = field(default_factory=default_max_upload_bytes)
 
     def __post_init__(self):
         scheme = self.root.split("://", 1)[0].lower() if "://" in self.root else "file"
@@ -262,20 +283,24 @@ class Store:
             fs.mkdir(bucket)
 
     @_guarded
-    def list_files(self, folder: str) -> list[StoredFile]:
-        """Every file under ``folder`` at any depth, sorted by path; hidden names (``.x``) are skipped.
+    def list_files(self, folder: str, *, hidden: bool = False) -> list[StoredFile]:
+        """Every file under ``folder`` at any depth, sorted by path; hidden names (``.x``, files or folders) are
+        skipped, or with ``hidden`` listed (``kind="hidden"``, a folder as one entry, never entered).
 
-        Locally, symbolic links (to files or folders) are listed with ``symlink=True`` and never followed.
+        Locally, symbolic links (to files or folders), FIFOs, sockets and devices are listed with their ``kind``
+        and never followed or opened.
         """
         top = self.full_path(folder)
         if self.is_local:
-            return sorted(self._walk_local(top), key=attrgetter("path"))
+            return sorted(self._walk_local(top, hidden), key=attrgetter("path"))
         fs = self.filesystem()
         if not fs.exists(top):
             return []
         found = []
         for full, info in fs.find(top, detail=True).items():
             rel = self._relative(full)
+            if info.get("type") == "file" and hidden and _hidden(rel):
+                found.append(StoredFile(rel, int(info.get("size") or 0), "hidden", "hidden", "hidden"))
             if info.get("type") != "file" or _hidden(rel):
                 continue
             etag = str(info.get("ETag") or info.get("etag") or "").strip('"')
@@ -283,7 +308,7 @@ class Store:
             found.append(StoredFile(rel, int(info.get("size") or 0), version or f"size:{info.get('size')}", version))
         return sorted(found, key=lambda f: f.path)
 
-    def _walk_local(self, top: str):
+    def _walk_local(self, top: str, hidden: bool):
         if not os.path.isdir(top):
             return
         stack = [(top, self._relative(top).rstrip("/"))]
@@ -292,17 +317,22 @@ class Store:
             prefix = f"{under}/" if under else ""  # (a path a folder, not one a file: 200,000 uploads in one)
             with os.scandir(folder) as entries:
                 for entry in entries:
-                    if entry.name.startswith("."):
-                        continue
                     rel = prefix + entry.name
+                    if entry.name.startswith("."):
+                        if hidden:
+                            yield StoredFile(rel, 0, "hidden", "hidden", "hidden")
+                        continue
                     if entry.is_symlink():
-                        yield StoredFile(rel, 0, "symlink", "symlink", symlink=True)
+                        yield StoredFile(rel, 0, "symlink", "symlink", "symlink")
                     elif entry.is_dir(follow_symlinks=False):
                         stack.append((entry.path, rel))
                     elif entry.is_file(follow_symlinks=False):
                         st = entry.stat(follow_symlinks=False)
                         # ctime too: a write that restores the old mtime (utime) still moves ctime
                         yield StoredFile(rel, st.st_size, f"{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}")
+                    else:  # a FIFO would block the reader forever, a device read without end: never opened
+                        kind = _SPECIAL.get(stat.S_IFMT(entry.stat(follow_symlinks=False).st_mode), "device")
+                        yield StoredFile(rel, 0, kind, kind, kind)
 
     def _relative(self, full: str) -> str:
         full = full.replace(os.sep, "/") if self.is_local else full
@@ -616,6 +646,9 @@ def content_version(data: bytes) -> str:
 
 def _etag(info: dict) -> str:
     return "etag:" + str(info.get("ETag") or info.get("etag") or "").strip('"')
+
+
+_SPECIAL = {stat.S_IFIFO: "fifo", stat.S_IFSOCK: "socket", stat.S_IFCHR: "device", stat.S_IFBLK: "device"}
 
 
 def _hidden(rel: str) -> bool:

@@ -56,10 +56,8 @@ from .layout import TAG_FILE_NAMES, TAG_FILE_STEM, is_tag_file  # noqa: F401 - p
 from .readers.common import (
     _PADDED_RE,
     ID_COLUMN,
-    _check_bytes,
     _first,
     _Frame,
-    _guarded,
     _names,
     _prelude,
     _q,
@@ -121,10 +119,14 @@ def read_tags(data: bytes, file: str, *, max_bytes: int = MAX_LOG_BYTES) -> pa.T
 
     Returns ``test_case_id`` (string) and one column per tag in file order: ``string``, or
     ``list<string>`` for a multi-valued tag (module docstring). Raises :class:`IngestError` for
-    every problem, and nothing else.
+    every problem, and nothing else. Read in the decoder process, as uploads are.
     """
-    _check_bytes(data)
-    return _guarded(file, lambda: _read_tags(bytes(data), file, max_bytes))
+    from .readers import read_isolated
+
+    (outcome,) = read_isolated("tags", {}, [(data, file)], max_bytes)
+    if isinstance(outcome, IngestError):
+        raise outcome
+    return outcome
 
 
 def _read_tags(data: bytes, file: str, max_bytes: int) -> pa.Table:

@@ -1,10 +1,13 @@
 """The ledger validates a tall benchmark's many small uploads in bounded batches, with the outcome of one batch."""
 
+import pytest
+from agielo_dagster.resources.storage import ObjectStorage
+
 from agielo_dagster.domain import ledger as ledger_module
 from agielo_dagster.domain.ledger import refresh_ledger
 from agielo_dagster.domain.quality import failed_expectations
 from agielo_dagster.domain.readers import read_uploads
-from agielo_dagster.domain.store import Store
+from agielo_dagster.domain.store import StorageError, Store
 
 
 def _outcomes(tmp_path, name, monkeypatch, batch_uploads):
@@ -105,3 +108,92 @@ def test_a_ledgers_summary_and_first_uploads_are_what_the_whole_ledger_says(tmp_
     for count in (0, 2, 10):
         assert first_accepted(store, "quiz", count) == sorted(whole.accepted, key=lambda r: r["agent"])[:count]
     assert [r["agent"] for r in first_accepted(store, "quiz", 2)] == ["alpha", "beta"]
+
+
+def test_the_upload_limit_is_agielo_max_upload_bytes_for_the_store_and_the_resource(tmp_path, monkeypatch):
+    """One setting for the storage a run opens (Store, the ObjectStorage resource's default): a larger upload is
+    log_size by its listed size, unread; a value that is not a whole number of bytes is refused, not guessed."""
+    folder = tmp_path / "raw" / "quiz"
+    folder.mkdir(parents=True)
+    (folder / "benchmark.yaml").write_text("metric: correct\nscoring: binary\n")
+    (folder / "small.csv").write_text("test_case_id,correct\na,1\n")
+    (folder / "large.csv").write_text("test_case_id,correct\n" + "".join(f"case-{i},1\n" for i in range(200)))
+    monkeypatch.setenv("AGIELO_MAX_UPLOAD_BYTES", "1024")
+    assert ObjectStorage(root=str(tmp_path)).max_upload_bytes == 1024 == ObjectStorage(root=str(tmp_path)).store.max_upload_bytes
+    update = refresh_ledger(Store(str(tmp_path)), "quiz", read_uploads=read_uploads)
+    rows = {r["path"].rsplit("/", 1)[-1]: (r["status"], r["rule"]) for r in update.ledger.rows}
+    assert rows == {"small.csv": ("accepted", ""), "large.csv": ("rejected", "log_size")}
+    assert "the limit is 1,024" in next(r["message"] for r in update.ledger.rows if r["rule"] == "log_size")
+    for wrong in ("1e6", "-5", "0", "256MiB"):
+        monkeypatch.setenv("AGIELO_MAX_UPLOAD_BYTES", wrong)
+        with pytest.raises(StorageError, match="AGIELO_MAX_UPLOAD_BYTES must be a whole number of bytes"):
+            Store(str(tmp_path))
+    monkeypatch.delenv("AGIELO_MAX_UPLOAD_BYTES")
+    assert Store(str(tmp_path)).max_upload_bytes == 256 << 20
+
+
+def test_special_files_and_hidden_names_each_get_their_row_and_are_never_opened(tmp_path):
+    """A FIFO under raw/ (which would block a reader forever), a socket and a device are refused, never opened; hidden
+    names (an upload still being written, a key like ``..%2fevil.csv``, a hidden folder) are skipped on purpose: each
+    has its ledger row and its line in the quarantine report, and an unchanged folder is not read again."""
+    import os
+    import signal
+    import socket
+    import stat
+
+    from agielo_dagster.assets.quarantine import read_quarantine
+
+    from agielo_dagster.domain.ledger import read_summary
+    from agielo_dagster.domain.listing import input_files
+    from agielo_dagster.domain.status import _ingest_reason
+
+    folder = tmp_path / "raw" / "quiz"
+    folder.mkdir(parents=True)
+    (folder / "benchmark.yaml").write_text("metric: correct\nscoring: binary\n")
+    (folder / "model_a.csv").write_text("test_case_id,correct\na,1\nb,0\n")
+    os.mkfifo(folder / "model_b.csv")
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(folder / "model_c.csv"))
+    try:
+        os.mknod(folder / "model_d.csv", stat.S_IFCHR | 0o600, os.makedev(1, 3))  # /dev/null's numbers
+        device = True
+    except PermissionError:  # (mknod needs CAP_MKNOD)
+        device = False
+    (folder / ".model_e.csv.part").write_text("test_case_id,correct\na,1\n")
+    (folder / "..%2fevil.csv").write_text("test_case_id,correct\na,1\n")
+    (folder / ".git").mkdir()
+    (folder / ".git" / "config").write_text("x")
+    signal.alarm(60)  # a FIFO opened would block here: fail instead of hanging
+    try:
+        store = Store(str(tmp_path))
+        update = refresh_ledger(store, "quiz", read_uploads=read_uploads)
+        again = refresh_ledger(store, "quiz", read_uploads=read_uploads)
+    finally:
+        signal.alarm(0)
+        server.close()
+    rows = {r["path"].rsplit("/", 1)[-1]: (r["status"], r["rule"]) for r in update.ledger.rows}
+    expected = {
+        "model_a.csv": ("accepted", ""),
+        "model_b.csv": ("refused", "not_a_regular_file"),
+        "model_c.csv": ("refused", "not_a_regular_file"),
+        ".model_e.csv.part": ("skipped", "hidden_name"),
+        "..%2fevil.csv": ("skipped", "hidden_name"),
+        ".git": ("skipped", "hidden_name"),
+    }
+    if device:
+        expected["model_d.csv"] = ("refused", "not_a_regular_file")
+    assert rows == expected
+    assert "a FIFO (named pipe), not a regular file" in next(r["message"] for r in update.ledger.rows if "model_b" in r["path"])
+    assert again.validated == 0 and not again.written  # nothing read again, nothing rewritten
+    summary = read_summary(store, "quiz")
+    assert {r["path"].rsplit("/", 1)[-1] for r in summary.skipped} == {".model_e.csv.part", "..%2fevil.csv", ".git"}
+    assert {r["rule"] for r in summary.problems} == {"not_a_regular_file"}  # skipped files are no problem
+    report = read_quarantine(store)
+    assert sorted(report.loc[report["status"] == "skipped", "file"]) == [
+        "raw/quiz/..%2fevil.csv",
+        "raw/quiz/.git",
+        "raw/quiz/.model_e.csv.part",
+    ]
+    assert (report["status"] == "refused").sum() == 2 + device
+    # and the folder reads as unchanged: these rows do not make the benchmark stale run after run
+    assert _ingest_reason(store, "quiz", update.ledger, True, input_files(store, "quiz")) == ""

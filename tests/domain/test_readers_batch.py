@@ -65,16 +65,22 @@ def test_uploads_sharing_test_cases_are_each_accepted_whole():
 
 
 def test_files_over_the_together_size_are_checked_alone_with_the_same_outcomes(monkeypatch):
+    """In this process (the decoder process does not see the patched size)."""
     from agielo_dagster.domain.readers import upload
 
-    monkeypatch.setattr(upload, "TOGETHER_BYTES", 60)  # the 5-row files below are 80-odd bytes: each goes alone
     items = [valid(a) for a in range(4)] + [(b"test_case_id,correct\na,1\n", "raw/batch/tiny_1.csv")]
     items += [
         (b"test_case_id,correct\nb,0\n", "raw/batch/tiny_2.csv"),
         (b"test_case_id,correct\nc,0\nc,1\n", "raw/batch/tiny_3.csv"),
     ]
-    together = assert_same_outcomes(items, IDENTITY)
-    assert [isinstance(t, pa.Table) for t in together] == [True] * 6 + [False]
+    want = upload._read_uploads(items, IDENTITY, LIMIT)
+    monkeypatch.setattr(upload, "TOGETHER_BYTES", 60)  # the 5-row files below are 80-odd bytes: each goes alone
+    alone = upload._read_uploads(items, IDENTITY, LIMIT)
+    for got, expected in zip(alone, want, strict=True):
+        assert type(got) is type(expected) and (
+            str(got) == str(expected) if isinstance(got, IngestError) else got.equals(expected)
+        )
+    assert [isinstance(t, pa.Table) for t in alone] == [True] * 6 + [False]
 
 
 def test_one_duplicate_among_many_rejects_only_its_own_file():

@@ -265,7 +265,7 @@ def test_parquet_and_jsonl_uploads(daemon, root, fmt):
 
 
 def test_unchanged_files_are_known_by_their_fingerprint_without_being_read(daemon, root):
-    from agielo_dagster.domain.ledger import cached_versions, input_files
+    from agielo_dagster.domain.listing import cached_versions, input_files
     from agielo_dagster.domain.store import content_version
 
     write_benchmark(root, "quiz", [1300, 1500, 1700])

@@ -61,8 +61,9 @@ CSV
 ---
 Comma-separated, ``"`` quotes with ``""`` for a quote inside a quoted field; a quoted field may
 span lines (line numbers count every line break: LF, CRLF or a lone CR). The first record is the
-header; nothing is inferred (no index column, no types). An optional UTF-8 byte-order mark is
-dropped; blank lines at the end of the file are ignored. A record with more or fewer fields than
+header; nothing is inferred (no index column, no types). A UTF-8 byte-order mark at the file's start
+is dropped; one anywhere else is ``csv_bom`` (two files joined together, usually), never kept in a value
+nor dropped; blank lines at the end of the file are ignored. A record with more or fewer fields than
 the header is ``csv_row_width`` naming the line (an unquoted decimal comma, ``tc_1,87,5``, is the
 usual cause); a record with only empty fields (a blank line inside the file) is
 ``csv_blank_row``; a repeated column name is ``unique_columns``; an empty column name is
@@ -75,19 +76,23 @@ most :data:`~.contract.MAX_COLUMNS` fields and :data:`~.contract.MAX_HEADER_BYTE
 (``header_width``); a parquet file at most that many leaf columns (``header_width``, from the
 footer), a footer of at most :data:`~.contract.MAX_PARQUET_FOOTER_BYTES` (``parquet_footer``),
 at most one row per :data:`~.contract.MIN_ROW_BYTES` bytes of the upload limit and a decoded
-size of at most :data:`~.contract.PARQUET_EXPANSION` times the limit (``log_size``: from the
-footer, then the page headers, then measured batch by batch as it is read, never trusting the
-footer alone; see :func:`~.parquet_bounds._parquet_arrays`); a jsonl
+table of at most :data:`~.contract.PARQUET_EXPANSION` times the limit (``log_size``: measured batch
+by batch as it is read, never trusted to the footer); a jsonl
 file at most that many distinct keys (``header_width``) and arrays or objects nested at most
 :data:`~.contract.MAX_JSON_DEPTH` deep (``jsonl_depth``); every file at most ``max_bytes``
 (``log_size``). Memory is bounded by the data: the csv path is pyarrow's reader with explicit
 text columns, then vectorized checks; jsonl is parsed line by line and turned into Arrow arrays
 in chunks.
 
+Isolation
+---------
+Every file is decoded in a process of its own (:mod:`.isolation`, :mod:`.worker`), under hard OS limits on its
+memory, CPU seconds and wall time: a file that passes one is ``decode_limit``, one on which the decoder crashes or
+aborts ``decode_crash``; either rejects that file alone. Tables come back as Arrow IPC.
+
 Modules: :mod:`.upload` (the contract over a read table), :mod:`.csv_format`,
-:mod:`.jsonl_format`, :mod:`.parquet_format`, :mod:`.parquet_bounds` (the decoded-size bounds),
-:mod:`.parquet_footer` (the row groups and column chunks, read without pyarrow's aborting accessors)
-and :mod:`.common` (what they share: the id column, byte and text checks, messages, problems).
+:mod:`.jsonl_format`, :mod:`.parquet_format`, :mod:`.common` (what they share: the id column, byte and
+text checks, messages, problems), :mod:`.isolation` and :mod:`.worker` (the decoder process).
 """
 
 from __future__ import annotations
@@ -97,10 +102,11 @@ from collections.abc import Sequence
 import pyarrow as pa
 
 from ..contract import MAX_LOG_BYTES, BenchmarkSpec, IngestError
-from .common import ID_COLUMN, _check_bytes, _guarded
-from .upload import _read_rows, _read_upload, _read_uploads
+from .common import ID_COLUMN, _check_bytes, _guarded, _prelude
+from .isolation import DecoderUnavailable, decode
+from .parquet_format import _check_frame
 
-__all__ = ["ID_COLUMN", "read_rows", "read_upload", "read_uploads"]
+__all__ = ["ID_COLUMN", "DecoderUnavailable", "read_isolated", "read_rows", "read_upload", "read_uploads"]
 
 
 def read_upload(data: bytes, file: str, spec: BenchmarkSpec, *, max_bytes: int = MAX_LOG_BYTES) -> pa.Table:
@@ -110,8 +116,10 @@ def read_upload(data: bytes, file: str, spec: BenchmarkSpec, *, max_bytes: int =
     (float64, ``spec.scoring.score(metric)``), then ``meta.<name>`` for every extra column of the
     upload in file order. Raises :class:`IngestError` for every problem, and nothing else.
     """
-    _check_bytes(data)
-    return _guarded(file, lambda: _read_upload(bytes(data), file, spec, max_bytes))
+    (outcome,) = read_uploads([(data, file)], spec, max_bytes=max_bytes)
+    if isinstance(outcome, IngestError):
+        raise outcome
+    return outcome
 
 
 def read_uploads(
@@ -119,12 +127,16 @@ def read_uploads(
 ) -> list[pa.Table | IngestError]:
     """:func:`read_upload` of several uploads of one benchmark, ``(data, file)`` each: its table, or the error it raises.
 
-    The same outcomes, faster for many small files (a tall benchmark's 200,000 uploads of 5 rows): each file is read
-    alone, then the csv files of the same columns (of up to 1 MiB each) are checked together, in one pass of the contract's vectorized
-    checks instead of one a file (about 0.3 ms each); where that pass finds a problem, each of them is checked alone,
-    so that an error names its own file and rows.
+    The same outcomes, faster for many small files (a tall benchmark's 200,000 uploads of 5 rows): they travel to the
+    decoder process together, each file is read alone, then the csv files of the same columns (of up to 1 MiB each)
+    are checked together, in one pass of the contract's vectorized checks instead of one a file (about 0.3 ms each);
+    where that pass finds a problem, each of them is checked alone, so that an error names its own file and rows.
     """
-    return _read_uploads(uploads, spec, max_bytes)
+    if not uploads:
+        return []
+    scoring = spec.scoring.to_config()
+    params = {"name": spec.name, "metric": spec.metric, "scoring": scoring["scoring"], "params": scoring["params"]}
+    return read_isolated("uploads", params, uploads, max_bytes)
 
 
 def read_rows(data: bytes, file: str, *, max_bytes: int = MAX_LOG_BYTES) -> pa.Table:
@@ -134,5 +146,31 @@ def read_rows(data: bytes, file: str, *, max_bytes: int = MAX_LOG_BYTES) -> pa.T
     metadata rule of the module docstring. Size, encoding, header width, unique and non-empty
     column names, row width and nesting are checked. Raises :class:`IngestError`, and nothing else.
     """
-    _check_bytes(data)
-    return _guarded(file, lambda: _read_rows(bytes(data), file, max_bytes))
+    (outcome,) = read_isolated("rows", {}, [(data, file)], max_bytes)
+    if isinstance(outcome, IngestError):
+        raise outcome
+    return outcome
+
+
+def read_isolated(op: str, params: dict, items: Sequence[tuple[bytes, str]], max_bytes: int) -> list[pa.Table | IngestError]:
+    """Each ``(data, file)`` read by the decoder process's ``op`` (:mod:`.isolation`), after the checks that need
+    no parsing (type, size, emptiness, parquet's magic bytes and footer length), made here."""
+    out: list[pa.Table | IngestError | None] = [None] * len(items)
+    send = []
+    for i, (data, file) in enumerate(items):
+        _check_bytes(data)
+        try:
+            _guarded(file, lambda data=data, file=file: _precheck(data, file, max_bytes))
+        except IngestError as err:
+            out[i] = err
+            continue
+        send.append(i)
+    if send:
+        for i, outcome in zip(send, decode(op, params, [items[i] for i in send], max_bytes), strict=True):
+            out[i] = outcome
+    return out
+
+
+def _precheck(data: bytes, file: str, max_bytes: int) -> None:
+    if _prelude(data, file, max_bytes) == "parquet":
+        _check_frame(data, file)

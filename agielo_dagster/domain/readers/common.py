@@ -11,9 +11,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..contract import (
+    DECODE_MEMORY_FLOOR,
     MAX_COLUMNS,
     MAX_QUOTED_CHARS,
     MAX_ROWS_NAMED,
+    PARQUET_EXPANSION,
     IngestError,
     Problems,
 )
@@ -40,7 +42,23 @@ def _guarded(file: str, read: Callable[[], pa.Table]) -> pa.Table:
     except IngestError:
         raise
     except Exception as exc:  # noqa: BLE001 - every failure of an upload must be a rejection, never a crash
+        if _out_of_memory(exc):
+            raise _memory_limit(file) from None
         raise IngestError(file, "read_error", f"the file could not be read ({type(exc).__name__}: {_cut(str(exc))})") from None
+
+
+def _out_of_memory(exc: BaseException) -> bool:
+    """Whether an exception is an allocation refused (the decoder's memory limit: Python, Arrow or C++'s bad_alloc)."""
+    return isinstance(exc, MemoryError | pa.ArrowMemoryError) or "bad_alloc" in str(exc) or "malloc of size" in str(exc)
+
+
+def _memory_limit(file: str) -> IngestError:
+    return IngestError(
+        file,
+        "decode_limit",
+        f"decoding it needs more memory than the decoder allows ({PARQUET_EXPANSION} × the upload limit, at least "
+        f"{DECODE_MEMORY_FLOOR >> 20} MiB); split the file",
+    )
 
 
 def _cut(text: str, limit: int = MAX_QUOTED_CHARS * 3) -> str:

@@ -119,6 +119,14 @@ def _read_csv(
 ) -> _Frame | _SmallCsv:
     """A csv file as text columns; with ``small_as_text``, a small body without quotes is returned as its text."""
     start = 3 if data.startswith(_BOM) else 0
+    if (bom := data.find(_BOM, start)) >= 0:
+        line = data.count(b"\n", 0, bom) + 1
+        raise IngestError(
+            file,
+            "csv_bom",
+            f"a byte-order mark (U+FEFF) on line {line}: only the file's first bytes may hold one (files joined together?); remove it",
+            line=line,
+        )
     if _CONTENT.search(data, start) is None:
         raise IngestError(file, "log_not_empty", "file has no header and no rows")
     if data[start : start + 1] in (b"\n", b"\r"):

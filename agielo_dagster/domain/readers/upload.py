@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -48,12 +48,18 @@ def _checked_csv(frame: _Frame, file: str, spec: BenchmarkSpec) -> pa.Table:
     return _contract(frame, file, spec)
 
 
-def _read_uploads(items: Sequence[tuple[bytes, str]], spec: BenchmarkSpec, max_bytes: int) -> list[pa.Table | IngestError]:
+def _read_uploads(
+    items: Sequence[tuple[bytes, str]], spec: BenchmarkSpec, max_bytes: int, on_item: Callable[[int], None] = lambda i: None
+) -> list[pa.Table | IngestError]:
     """:func:`_read_upload` of each ``(data, file)``, as its table or its error; csv files of the same columns and up to
-    :data:`TOGETHER_BYTES` checked together (see :func:`~agielo_dagster.domain.readers.read_uploads`)."""
+    :data:`TOGETHER_BYTES` checked together (see :func:`~agielo_dagster.domain.readers.read_uploads`).
+
+    ``on_item(i)`` is called before the ``i``-th file is read, and with ``len(items)`` before the files are checked
+    together (the decoder process sets each file's CPU limit there)."""
     out: list[pa.Table | IngestError | None] = [None] * len(items)
     together: dict[tuple, list[tuple[int, _Frame | _SmallCsv]]] = {}
     for i, (data, file) in enumerate(items):
+        on_item(i)
         _check_bytes(data)
         data = bytes(data)
 
@@ -71,6 +77,7 @@ def _read_uploads(items: Sequence[tuple[bytes, str]], spec: BenchmarkSpec, max_b
             together.setdefault((type(read), *read.names), []).append((i, read))
         else:
             out[i] = read
+    on_item(len(items))
     for members in together.values():
         tables = _checked_together([read for _, read in members], spec) if len(members) > 1 else None
         for k, (i, read) in enumerate(members):
