@@ -50,6 +50,9 @@ __all__ = ["Fragility", "fragility_of_first"]
 Q = math.log(10.0) / 400.0
 MAX_STEPS = 60
 """Re-ratings the one-at-a-time fallback may spend (one per test case removed)."""
+MAX_CHALLENGERS = 20
+"""Challengers whose predicted prefixes are verified by re-rating, those predicted shortest first (a tall benchmark's
+tier can be every agent; the answer stays a verified upper bound)."""
 
 
 @dataclass(frozen=True)
@@ -222,11 +225,10 @@ def _ranked_removals(
     e = 1.0 / (1.0 + 10.0 ** ((t_mu[m.test_case] - a_mu[m.agent]) / 400.0))
     residual = m.score - e
     information = np.bincount(m.agent, Q * e * (1.0 - e), m.n_agents)
+    steps = gap_steps(m, state, leader, challengers) if state is not None else [None] * len(challengers)
     out = []
-    for c in challengers:
-        if state is not None:
-            delta = gap_steps(m, state, leader, c)
-        else:
+    for c, delta in zip(challengers, steps, strict=True):
+        if delta is None:
             delta = np.zeros(m.n_test_cases)  # change of μ_L − μ_C when the test case goes
             for agent, sign in ((leader, -1.0), (c, 1.0)):
                 rows = m.agent == agent
@@ -242,9 +244,9 @@ def _ranked_removals(
 def _verified_prefix(search: _Search, ranked, leader: int, limit: int):
     """The shortest verified prefix over the challengers: (k, removed, new leader) or None."""
     best = None
-    for predicted, order in sorted(ranked, key=lambda r: r[0]):
+    for predicted, order in sorted(ranked, key=lambda r: r[0])[:MAX_CHALLENGERS]:
         cap = min(limit, len(order), best[0] - 1 if best else limit)
-        if cap < 1:
+        if cap < 1 or (best is not None and predicted > cap):  # predicted to need more than the answer in hand
             continue
         found = _shortest_flipping_prefix(search, order, leader, min(max(predicted, 1), cap), cap)
         if found is not None and (best is None or found[0] < best[0]):

@@ -124,12 +124,14 @@ def fit_logistic(
     mode: np.ndarray | None = None,
     quadrature: bool = True,
     tolerance: float = TOLERANCE,
+    max_iterations: int = MAX_ITERATIONS,
 ) -> LogisticFit:
     """θ and τ² maximizing the marginal likelihood plus Jeffreys' term (``component``: each agent's, see the module).
 
     ``theta``, ``tau2``, ``phi`` and ``mode`` (a previous fit's) start it: a warm start converges in a few passes.
     ``quadrature=False`` stays with Laplace's approximation (a test case's posterior as the normal at its
-    mode: a third of the cost, for the snapshots); ``tolerance`` (logits) is the longest step at convergence.
+    mode: a third of the cost, for the snapshots); ``tolerance`` (logits) is the longest step at convergence,
+    ``max_iterations`` the most passes.
     """
     start, agent, score, n_a = data.start, data.agent, data.score, data.n_agents
     n_t, n = data.n_test_cases, len(data.score)
@@ -145,23 +147,28 @@ def fit_logistic(
     agent_var = np.zeros(n_a)
     match_score = np.empty(n)
     match_info = np.empty(n)
-    members = np.bincount(component)
+    n_components = int(component.max(initial=-1)) + 1
     row_test_case = np.repeat(np.arange(n_t), np.diff(start))  # each row's test case
     a0, b0 = PRIOR_WEIGHT / 2.0, PRIOR_WEIGHT * PRIOR_SCALE**2 / 2.0
     # the equations' Newton decrement (½ gᵀH⁻¹g) decides whether a step is taken: a step that raises it is halved
     # (Jeffreys' term, projected, is an adjusted score rather than a gradient: the equations, not a likelihood, are solved)
     before = None  # (decrement, θ, τ², the step from there, halvings so far): where the last step started
     iteration = 0
-    while iteration < MAX_ITERATIONS:
+    while iteration < max_iterations:
         iteration += 1
         g, info, slope, cross, mean, var, second, second_var, pearson = K.posterior_pass(
             start, agent, score, theta, mode, tau2, phi, *rule, n_a, agent_var, match_score, match_info
         )
         unplayed = info <= 0.0  # an agent without a match (a fold or a removal left it none) keeps its rating
         info = np.where(unplayed, 1.0, info)
-        # Jeffreys' term moves agents against each other, never their common level (the test cases' prior sets that)
+        # Jeffreys' term moves agents against each other, never their common level (the test cases' prior sets that):
+        # its push along a common shift is taken back in proportion to each agent's information, as a shift moves them
         jeffreys = np.where(unplayed, 0.0, 0.5 * slope / info)
-        grad = g + jeffreys - (np.bincount(component, jeffreys) / members)[component]
+        played_info = np.where(unplayed, 0.0, info)
+        level = np.bincount(component, jeffreys, n_components) / np.maximum(
+            np.bincount(component, played_info, n_components), 1e-300
+        )
+        grad = np.where(unplayed, 0.0, g + jeffreys - played_info * level[component])
         lam = 1.0 / tau2
         curvature = np.bincount(row_test_case, match_info, n_t) + lam
         precond = K.hessian_diagonal(start, agent, match_info, curvature, info)
@@ -224,7 +231,7 @@ def relative_variance(fit: LogisticFit, data: ByTestCase, component: np.ndarray,
     w = sparse.csr_array((fit.match_info, (data.agent, test_case)), shape=(n_a, n_t))
     u = sparse.csr_array((fit.match_score, (data.agent, test_case)), shape=(n_a, n_t)) if sandwich else None
     ones = np.ones(n_a)
-    if n_a <= max(n_t, DENSE) and n_a <= DENSE:  # the agents' side: H itself, dense
+    if n_a <= DENSE and (n_a <= n_t or n_t > DENSE):  # the agents' side: H itself, dense
         scaled = w @ sparse.diags_array(1.0 / np.sqrt(fit.curvature))
         h = np.diag(fit.info) - (scaled @ scaled.T).toarray()
         inverse = _inverse(h)

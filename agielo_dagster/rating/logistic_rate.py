@@ -25,35 +25,49 @@ from .tables import from_arrow, snapshot_table, with_ids
 
 __all__ = ["fitted_logistic", "gap_steps", "rate_logistic"]
 
-SNAPSHOT_TOLERANCE = 1e-3  # logits (0.17 Elo): a snapshot's fit stops there
+SNAPSHOT_TOLERANCE = 1e-3  # logits (0.17 Elo): a snapshot's fit stops there, or after SNAPSHOT_PASSES passes
+SNAPSHOT_PASSES = 12
 
 
 def _is_binary(score: np.ndarray) -> bool:
     return bool(np.all((score == 0.0) | (score == 1.0)))
 
 
-def fitted_logistic(m: Matches, settings: RatingSettings, start: LogisticFit | None = None) -> Fitted:
-    """:func:`~agielo_dagster.rating.ratings.fitted_ratings` of a logistic model, warm from ``start`` (a fit of these codes)."""
+def fitted_logistic(m: Matches, settings: RatingSettings, start: LogisticFit | None = None, passes: int | None = None) -> Fitted:
+    """:func:`~agielo_dagster.rating.ratings.fitted_ratings` of a logistic model, warm from ``start`` (a fit of these
+    codes); ``passes`` caps its Newton steps (None: to convergence)."""
     _, a_comp, _ = components(m)
     data = by_test_case(m)
     same = start is not None and len(start.theta) == m.n_agents and len(start.mode) == m.n_test_cases
     warm = dict(theta=start.theta, tau2=start.tau2, phi=start.phi, mode=start.mode) if same else {}
-    fit = fit_logistic(data, a_comp, binary=_is_binary(m.score), **warm)
+    limit = {} if passes is None else {"max_iterations": passes}
+    fit = fit_logistic(data, a_comp, binary=_is_binary(m.score), **warm, **limit)
     with np.errstate(divide="ignore"):
         agent_sigma = LOGIT / np.sqrt(fit.info)
     agent_mu = _same_for_same_results(m, CENTRE + LOGIT * fit.theta)
     return Fitted(agent_mu, agent_sigma, CENTRE + LOGIT * fit.beta_mean, LOGIT * np.sqrt(fit.beta_var), fit)
 
 
-def gap_steps(m: Matches, fit: LogisticFit, leader: int, challenger: int) -> np.ndarray:
-    """Per test case, the one-step change of μ_leader − μ_challenger (Elo) when it is removed: its part of the
-    agents' score goes, and every agent moves by −H⁻¹ of it (H the fit's Hessian, one solve)."""
+def gap_steps(m: Matches, fit: LogisticFit, leader: int, challengers: list[int]) -> list[np.ndarray]:
+    """Per challenger, per test case, the one-step change of μ_leader − μ_challenger (Elo) when the test case is
+    removed: its part u_t of the agents' score goes, and every agent moves by −H⁻¹ u_t (H the fit's Hessian).
+    One solve per challenger, or one per test case where the challengers outnumber them (a tall benchmark's tier)."""
     data = by_test_case(m)
-    unit = np.zeros(m.n_agents)
-    unit[leader], unit[challenger] = 1.0, -1.0
-    direction = solve_hessian(fit, data, unit)
     test_case = np.repeat(np.arange(m.n_test_cases), np.diff(data.start))
-    return -LOGIT * np.bincount(test_case, direction[data.agent] * fit.match_score, m.n_test_cases)
+    if len(challengers) > m.n_test_cases:
+        moves = np.empty((m.n_agents, m.n_test_cases))  # column t: H⁻¹ u_t
+        for t in range(m.n_test_cases):
+            rows = slice(data.start[t], data.start[t + 1])
+            u = np.bincount(data.agent[rows], fit.match_score[rows], m.n_agents)
+            moves[:, t] = solve_hessian(fit, data, u)
+        return [-LOGIT * (moves[leader] - moves[c]) for c in challengers]
+    out = []
+    for c in challengers:
+        unit = np.zeros(m.n_agents)
+        unit[leader], unit[c] = 1.0, -1.0
+        direction = solve_hessian(fit, data, unit)
+        out.append(-LOGIT * np.bincount(test_case, direction[data.agent] * fit.match_score, m.n_test_cases))
+    return out
 
 
 def rate_logistic(m: Matches, settings: RatingSettings, *, warn: bool = True) -> RatingResult:
@@ -114,6 +128,7 @@ def rate_logistic(m: Matches, settings: RatingSettings, *, warn: bool = True) ->
         settings=settings.reproducing(),
         n_matches=n,
         n_components=n_components,
+        fitted=Fitted(a_mu, LOGIT / np.sqrt(fit.info), t_mu, LOGIT * np.sqrt(fit.beta_var), fit),
     )
 
 
@@ -173,7 +188,9 @@ def _snapshots(m: Matches, data: ByTestCase, fit: LogisticFit, a_comp: np.ndarra
         else:
             sub, part = _subset(data, place < end)
             warm = {} if start is None else dict(theta=start.theta, tau2=start.tau2, phi=start.phi)
-            start = fit_logistic(sub, a_comp, binary=binary, quadrature=False, tolerance=SNAPSHOT_TOLERANCE, **warm)
+            start = fit_logistic(
+                sub, a_comp, binary=binary, quadrature=False, tolerance=SNAPSHOT_TOLERANCE, max_iterations=SNAPSHOT_PASSES, **warm
+            )
             theta, beta, beta_var = start.theta, start.beta_mean, start.beta_var
         a_played = np.bincount(m.agent[order[:end]], minlength=n_a)
         mu = np.where(a_played > 0, CENTRE + LOGIT * theta, np.nan)

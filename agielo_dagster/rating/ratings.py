@@ -101,9 +101,12 @@ def rate_encoded(m: Matches, settings: RatingSettings | Mapping[str, Setting], *
     return rate_logistic(m, settings, warn=warn)
 
 
-def fitted_ratings(m: Matches, settings: RatingSettings | Mapping[str, Setting], start: Fitted | None = None) -> Fitted:
+def fitted_ratings(
+    m: Matches, settings: RatingSettings | Mapping[str, Setting], start: Fitted | None = None, *, passes: int | None = None
+) -> Fitted:
     """The ratings of encoded matches as ``settings`` rate them; ``start`` (a fit of nearly the same matches, with
-    the same codes) warm-starts a logistic model's fit."""
+    the same codes) warm-starts a logistic model's fit, and ``passes`` caps its Newton steps (None: to convergence;
+    a few steps from a fit of nearly the same data are that fit to first order)."""
     if not isinstance(settings, RatingSettings):
         settings = RatingSettings.of(settings)
     if settings.model == "glicko":
@@ -121,4 +124,4 @@ def fitted_ratings(m: Matches, settings: RatingSettings | Mapping[str, Setting],
         return Fitted(a_mu, a_sig, t_mu, t_sig)
     from .logistic_rate import fitted_logistic
 
-    return fitted_logistic(m, settings, None if start is None else start.state)
+    return fitted_logistic(m, settings, None if start is None else start.state, passes)

@@ -37,8 +37,8 @@ benchmark has the same (agent, test case) pairs, and scores drawn from the fitte
 the model were true: binary scores S ~ Bernoulli(E), graded ones S ~ Beta(E·κ, (1 − E)·κ) with
 the benchmark's dispersion, Var S = φ·E(1 − E), φ = Σ(S − E)² / ΣE(1 − E) and κ = 1/φ − 1
 (Bernoulli when φ ≥ 1), E = 1 / (1 + 10^(−(R_a − R_t)/400)) from the published ratings. Each twin
-is rated the same way (the result's model and settings; a logistic model's fit starts from the benchmark's)
-and its binned MAE at 100 % computed the same way. ``mae_twin`` is the twins' mean, ``mae_twin_hi`` their 95 % upper
+is rated the same way (the result's model and settings; a logistic model's by ``TWIN_PASSES`` Newton steps
+from the benchmark's fit) and its binned MAE at 100 % computed the same way. ``mae_twin`` is the twins' mean, ``mae_twin_hi`` their 95 % upper
 quantile, and ``miscalibration_visible`` says whether the benchmark's own MAE exceeds it. φ is
 measured against the published ratings, miscalibration included, so the twin is if anything
 noisier than the benchmark: a visible miscalibration is a real one. Only the 100 % row carries
@@ -76,6 +76,9 @@ __all__ = [
 
 TWIN_COLUMNS = ("mae_twin", "mae_twin_hi", "miscalibration_visible")
 DEFAULT_TWINS = 10
+TWIN_PASSES = 1
+"""Newton steps a logistic model's twin takes from the benchmark's fit: one gives its ratings to first order (a twin's
+scores are drawn from that fit), at a fraction of a fit."""
 
 
 def reliability(matches: Table, result: RatingResult, *, twins: int = DEFAULT_TWINS, seed: int = 0) -> Table:
@@ -183,7 +186,7 @@ def calibration_twins(matches: Table, result: RatingResult, *, twins: int = DEFA
     dispersion = 1.0 if binary else float(np.sum((m.score - expected) ** 2) / np.sum(spread))
     noise = "bernoulli" if binary or dispersion >= 1.0 else "beta"
     settings = result.settings  # the twins are rated as the benchmark was, each from the benchmark's own fit
-    start = fitted_ratings(m, settings)
+    start = result.fitted if result.fitted is not None and result.n_matches == len(m) else fitted_ratings(m, settings)
     rng = np.random.default_rng(seed)
     maes = []
     for _ in range(int(twins)):
@@ -193,7 +196,7 @@ def calibration_twins(matches: Table, result: RatingResult, *, twins: int = DEFA
             kappa = 1.0 / dispersion - 1.0
             score = rng.beta(expected * kappa, (1.0 - expected) * kappa)
         twin = Matches(m.agent, m.test_case, score, score, m.agent_ids, m.test_case_ids, m.flavour)
-        fitted = fitted_ratings(twin, settings, start)
+        fitted = fitted_ratings(twin, settings, start, passes=TWIN_PASSES)
         maes.append(_binned_mae(m.agent, m.test_case, score, fitted.agent_mu, fitted.test_case_mu, m.n_agents))
     mae_twin_hi = float(np.quantile(maes, 0.95))
     return CalibrationYardstick(

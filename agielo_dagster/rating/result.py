@@ -13,6 +13,21 @@ __all__ = ["Fitted", "RatingResult"]
 
 
 @dataclass(frozen=True)
+class Fitted:
+    """Ratings (Elo) as a model fits them, without tables: what re-ratings (twins, folds, removals) need.
+
+    ``agent_sigma`` is the agent's own uncertainty against fixed test cases (a logistic model's 1/√information,
+    Glicko's σ), not the interval's; ``state`` is the logistic fit (None for Glicko), to warm-start the next.
+    """
+
+    agent_mu: np.ndarray
+    agent_sigma: np.ndarray
+    test_case_mu: np.ndarray
+    test_case_sigma: np.ndarray
+    state: object = None
+
+
+@dataclass(frozen=True)
 class RatingResult:
     """What :func:`rate` returns.
 
@@ -50,6 +65,9 @@ class RatingResult:
     n_components : int
         Connected components of the (agent, test case) graph; more than one also warns
         (:class:`~agielo_dagster.rating.DisconnectedMatchesWarning`).
+    fitted : Fitted or None
+        A logistic model's fit, in the codes of the encoded matches (sorted ids): where re-ratings of nearly the same
+        matches (twins, removals) start.
     """
 
     test_cases: Table
@@ -59,23 +77,9 @@ class RatingResult:
     settings: dict = field(repr=False)
     n_matches: int = 0
     n_components: int = 1
+    fitted: Fitted | None = field(default=None, repr=False, compare=False)
 
     def component_of(self, kind: str = "agent") -> pd.Series:
         """Which players are in which component: a Series id → component, for ``kind`` "agent" or "test_case"."""
         table = to_pandas(self.agents if kind == "agent" else self.test_cases)
         return table.set_index(f"{kind}_id")["component"]
-
-
-@dataclass(frozen=True)
-class Fitted:
-    """Ratings (Elo) as a model fits them, without tables: what re-ratings (twins, folds, removals) need.
-
-    ``agent_sigma`` is the agent's own uncertainty against fixed test cases (a logistic model's 1/√information,
-    Glicko's σ), not the interval's; ``state`` is the logistic fit (None for Glicko), to warm-start the next.
-    """
-
-    agent_mu: np.ndarray
-    agent_sigma: np.ndarray
-    test_case_mu: np.ndarray
-    test_case_sigma: np.ndarray
-    state: object = None

@@ -68,7 +68,8 @@ def test_perfect_and_zero_scores_are_finite_for_agents_and_test_cases():
 
 def _independent_equations(matches: pd.DataFrame, theta: np.ndarray, tau2: float, agents: list, cases: list):
     """The fit's equations evaluated by scipy's adaptive quadrature over each test case's prior (logits): each agent's
-    marginal score plus Jeffreys' term (less its mean over the agents), and the equation of log τ²."""
+    marginal score plus Jeffreys' term (its push along a common shift taken back in proportion to each agent's
+    information), and the equation of log τ²."""
     a = matches["agent_id"].map({k: i for i, k in enumerate(agents)}).to_numpy()
     t = matches["test_case_id"].map({k: i for i, k in enumerate(cases)}).to_numpy()
     s = matches["score"].to_numpy()
@@ -97,7 +98,7 @@ def _independent_equations(matches: pd.DataFrame, theta: np.ndarray, tau2: float
             slope[a[i]] += moment(lambda b: p_of(b) * (1 - p_of(b)) * (1 - 2 * p_of(b))) / total
     jeffreys = 0.5 * slope / info
     a0, b0 = PRIOR_WEIGHT / 2.0, PRIOR_WEIGHT * PRIOR_SCALE**2 / 2.0
-    return score + jeffreys - jeffreys.mean(), dlog_u - a0 + b0 / tau2, info
+    return score + jeffreys - info * jeffreys.sum() / info.sum(), dlog_u - a0 + b0 / tau2, info
 
 
 @pytest.mark.parametrize("seed", [0, 1])
