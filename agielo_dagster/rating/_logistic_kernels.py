@@ -43,7 +43,8 @@ def posterior_pass(start, agent, score, theta, mode, tau2, phi, nodes, log_weigh
 
     Per match it writes E[s − p]/φ (``match_score``: its part of the score) and E[p(1 − p)]/φ
     (``match_info``: its information). Returns per agent the sums of both and of E[w(1 − 2p)]/φ (the
-    information's derivative in θ_a), and Cov(s − p, β²)/(2φ·tau2) (how the agent's score moves with
+    information's derivative in θ_a) and E[w(1 − 6w)]/φ (its second), and Cov(s − p, β²)/(2φ·tau2) (how the
+    agent's score moves with
     log tau2); per test case its posterior mean and variance, E[β²] and Var(β²); and the Pearson sum
     Σ (s − E p)² / (E p (1 − E p)) / (1 − h), each residual corrected by its leverage
     h = E[w]/φ · (Var β + ``agent_var``): the share of it that the two ratings have already absorbed.
@@ -56,6 +57,7 @@ def posterior_pass(start, agent, score, theta, mode, tau2, phi, nodes, log_weigh
     score_sum = np.zeros(n_agents)
     info = np.zeros(n_agents)
     slope = np.zeros(n_agents)
+    bend = np.zeros(n_agents)
     cross = np.zeros(n_agents)
     post_mean = np.empty(n_t)
     post_var = np.empty(n_t)
@@ -123,6 +125,7 @@ def posterior_pass(start, agent, score, theta, mode, tau2, phi, nodes, log_weigh
             ep = 0.0
             ew = 0.0
             ed = 0.0
+            ed2 = 0.0
             cov = 0.0
             for k in range(K):
                 p = at_node[i - lo, k]
@@ -130,6 +133,7 @@ def posterior_pass(start, agent, score, theta, mode, tau2, phi, nodes, log_weigh
                 ep += weight[k] * p
                 ew += weight[k] * w
                 ed += weight[k] * w * (1.0 - 2.0 * p)
+                ed2 += weight[k] * w * (1.0 - 6.0 * w)
                 cov -= weight[k] * p * (at[k] * at[k] - m2)
             a = agent[i]
             match_score[i] = (s - ep) * inv
@@ -137,11 +141,12 @@ def posterior_pass(start, agent, score, theta, mode, tau2, phi, nodes, log_weigh
             score_sum[a] += (s - ep) * inv
             info[a] += ew * inv
             slope[a] += ed * inv
+            bend[a] += ed2 * inv
             cross[a] += 0.5 * cov * inv / tau2
             if 0.0 < ep < 1.0:
                 leverage = min(ew * inv * (var + agent_var[a]), 0.9)
                 pearson += (s - ep) ** 2 / (ep * (1.0 - ep)) / (1.0 - leverage)
-    return score_sum, info, slope, cross, post_mean, post_var, second, second_var, pearson
+    return score_sum, info, slope, bend, cross, post_mean, post_var, second, second_var, pearson
 
 
 @numba.njit(cache=True, nogil=True)

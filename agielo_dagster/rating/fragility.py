@@ -50,6 +50,9 @@ __all__ = ["Fragility", "fragility_of_first"]
 Q = math.log(10.0) / 400.0
 MAX_STEPS = 60
 """Re-ratings the one-at-a-time fallback may spend (one per test case removed)."""
+TIE = 1e-6
+"""Elo: ratings closer than this are tied (a re-rating started from another fit leaves two mathematically equal ratings
+about 1e-10 Elo apart)."""
 MAX_CHALLENGERS = 20
 """Challengers whose predicted prefixes are verified by re-rating, those predicted shortest first (a tall benchmark's
 tier can be every agent; the answer stays a verified upper bound)."""
@@ -206,7 +209,9 @@ class _Search:
         return np.where(played, fitted.agent_mu, -np.inf), fitted.test_case_mu
 
     def first(self, a_mu: np.ndarray) -> int:
-        return int(np.argmax(np.where(self.allowed, a_mu, -np.inf)))  # ties: the first id, as the tables sort
+        # ties (within the fit's own precision: a re-rating starts from another fit) go to the first id, as the tables sort
+        mu = np.where(self.allowed, a_mu, -np.inf)
+        return int(np.flatnonzero(mu >= mu.max() - TIE)[0])
 
     def leader_without(self, removed: Sequence[int]) -> int:
         keep = np.ones(self.m.n_test_cases, dtype=bool)

@@ -156,7 +156,7 @@ def fit_logistic(
     iteration = 0
     while iteration < max_iterations:
         iteration += 1
-        g, info, slope, cross, mean, var, second, second_var, pearson = K.posterior_pass(
+        g, info, slope, bend, cross, mean, var, second, second_var, pearson = K.posterior_pass(
             start, agent, score, theta, mode, tau2, phi, *rule, n_a, agent_var, match_score, match_info
         )
         unplayed = info <= 0.0  # an agent without a match (a fold or a removal left it none) keeps its rating
@@ -169,12 +169,17 @@ def fit_logistic(
             np.bincount(component, played_info, n_components), 1e-300
         )
         grad = np.where(unplayed, 0.0, g + jeffreys - played_info * level[component])
+        # Jeffreys' curvature (as large as the likelihood's for an agent of one match, whose step it would halve),
+        # but for its part along a common shift, which it must not stiffen: diag(j) − j jᵀ / Σ j in each component
+        bent = np.where(unplayed, 0.0, np.clip(-0.5 * (bend / info - (slope / info) ** 2), 0.0, info))
+        bent_total = np.maximum(np.bincount(component, bent, n_components), 1e-300)
         lam = 1.0 / tau2
         curvature = np.bincount(row_test_case, match_info, n_t) + lam
-        precond = K.hessian_diagonal(start, agent, match_info, curvature, info)
+        precond = K.hessian_diagonal(start, agent, match_info, curvature, info + bent)
 
-        def matvec(x, out, curvature=curvature, info=info):
+        def matvec(x, out, curvature=curvature, info=info, bent=bent, bent_total=bent_total):
             K.hessian_matvec(start, agent, match_info, curvature, info, x, out)
+            out += bent * x - bent * (np.bincount(component, bent * x, n_components) / bent_total)[component]
 
         # Newton on (θ, u = log τ²): the u row and column bordered onto the θ system
         step = _pcg(matvec, precond, grad)
@@ -182,7 +187,7 @@ def fit_logistic(
         curv_u = 0.5 * lam * second.sum() - 0.25 * lam * lam * second_var.sum() + b0 * lam
         border = _pcg(matvec, precond, cross)
         schur = curv_u - cross @ border
-        step_u = (grad_u + cross @ step) / schur if schur > 0.0 else 0.0
+        step_u = (grad_u + cross @ step) / schur if schur > 0.0 else 0.0  # not concave in log τ² here: held
         step += border * step_u
         decrement = 0.5 * (grad @ step + grad_u * step_u)
         if before is not None and decrement > before[0] * (1.0 + 1e-9) + 1e-12 and before[4] < HALVINGS:
