@@ -32,7 +32,8 @@ Per regime it prints:
   coverage has a binomial sd of about 1 point, the extremes' about 3.5.
 
 Every regime's replications draw the same benchmarks whatever ``--model``: models compare paired.
-The full grid with 20 replications takes about 6 CPU-minutes (rasch; the 2,000 agents a third of it).
+The full grid with 20 replications takes about 5 CPU-minutes (rasch: half of it the pseudo-truths of the
+ceiling rows, a sixth the 2,000 agents); glicko's 16 orders about 2.5 with 20.
 
     python benchmarks/coverage.py [--replications 20] [--model rasch|2pl|glicko] [--quick] [--groups base few ...]
                                   [--workers 2] [--orders 16]

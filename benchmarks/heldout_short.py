@@ -20,7 +20,7 @@ mean's and within 2 % of the Rasch MML fit's.
 
     python benchmarks/heldout_short.py [--folds 5] [--seed 0]
 
-About 10 s.
+About 15 s.
 """
 
 from __future__ import annotations

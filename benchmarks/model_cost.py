@@ -2,7 +2,7 @@
 
 Shapes of 1,000,000 binary matches (agents × test cases, share of the pairs played): 20 × 50,000,
 1,000 × 1,000 and 4,000 × 250 dense, 2,000 × 5,000 at 10 %, 10,000 × 100 and 200,000 × 5; with
-``--big`` also 10,000 × 10,000 (100M matches: minutes, about 10 GB). True ratings N(1500, 300²) both sides.
+``--big`` also 10,000 × 10,000 (100M matches: about 25 minutes on 2 cores and 15 GB). True ratings N(1500, 300²) both sides.
 
 Per shape, on the encoded matches (the ids' encoding is left out of every figure):
 
