@@ -30,9 +30,9 @@ from agielo_dagster.rating.estimators.plackett_luce import bradley_terry_mle  # 
 
 def rasch_lbfgs(matches: pd.DataFrame, ridge: float = 0.01):
     """The same penalized Rasch likelihood handed to a general-purpose optimizer."""
+    from agielo_dagster.rating.estimators.rasch import penalized_objective
     from scipy.optimize import minimize
 
-    from agielo_dagster.rating.estimators.rasch import penalized_objective
     from agielo_dagster.rating.frames import encode_matches
 
     m = encode_matches(matches)

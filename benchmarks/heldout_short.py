@@ -33,8 +33,9 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import minimize
 
-from agielo_dagster.rating import rate
-from agielo_dagster.rating.heldout import heldout_folds
+from agielo_dagster.rating import RatingSettings, rate
+from agielo_dagster.rating.frames import encode_matches
+from agielo_dagster.rating.heldout import heldout_folds, heldout_predictions
 
 # Response-pattern frequencies (items 1..5, 1 = correct) of 1,000 examinees each.
 # LSAT6: Section 6 of the Law School Admission Test, Bock & Lieberman (1970), "Fitting a response model for
@@ -125,7 +126,8 @@ def _rated(train: pd.DataFrame, persons: np.ndarray, items: np.ndarray, **rate_k
     return _elo(np.nan_to_num(a_mu, nan=1500.0), t_mu), unseen
 
 
-METHODS = ("test-case mean", "Rasch MML", "MML plug-in", "rasch", "glicko")
+METHODS = ("test-case mean", "Rasch MML", "MML plug-in", "rasch", "rasch population", "glicko")
+DEFAULT = "rasch population"  # the held-out check's default prediction on binary scores (heldout.population_predictions)
 
 
 def heldout(r: np.ndarray, folds: int, seed: int) -> tuple[dict[str, np.ndarray], np.ndarray, int, dict[str, float]]:
@@ -154,6 +156,9 @@ def heldout(r: np.ndarray, folds: int, seed: int) -> tuple[dict[str, np.ndarray]
         unseen += missing
         for name, s in (("test-case mean", t1 - t0), ("Rasch MML", t2 - t1), ("rasch", t3 - t2), ("glicko", t4 - t3)):
             cpu[name] += s
+    t5 = time.process_time()
+    pred["rasch population"] = heldout_predictions(encode_matches(table), fold, RatingSettings())["agielo_population"]
+    cpu["rasch population"] = time.process_time() - t5
     return pred, y, unseen, cpu
 
 
@@ -170,7 +175,7 @@ def main() -> None:
     # compile (or load the cached code) outside the timing
     rate(match_table(responses(LSAT6))[:100], with_reliability=False, snapshot_fractions=(1.0,))
     print(f"{args.folds}-fold held-out over matches (seed {args.seed}); log-loss and Brier, lower is better")
-    print(f"{'data':6} {'method':15} {'log-loss':>8} {'Brier':>7} {'vs MML':>7} {'CPU s':>6}")
+    print(f"{'data':6} {'method':17} {'log-loss':>8} {'Brier':>7} {'vs MML':>7} {'CPU s':>6}")
     for name, patterns in (("LSAT6", LSAT6), ("LSAT7", LSAT7)):
         r = responses(patterns)
         assert r.shape == (1000, 5) and np.allclose(r.mean(axis=0).round(3), ITEM_MEANS[name]), name
@@ -179,12 +184,13 @@ def main() -> None:
         for method, p in pred.items():
             spent = f"{cpu[method]:6.2f}" if method in cpu and method != "MML plug-in" else "      "
             print(
-                f"{name:6} {method:15} {losses[method]:8.4f} {np.mean((p - y) ** 2):7.4f} "
+                f"{name:6} {method:17} {losses[method]:8.4f} {np.mean((p - y) ** 2):7.4f} "
                 f"{losses[method] / losses['Rasch MML'] - 1:+7.1%} {spent}"
             )
-        ok = losses["rasch"] <= losses["test-case mean"] and losses["rasch"] <= 1.02 * losses["Rasch MML"]
+        ok = losses[DEFAULT] <= losses["test-case mean"] and losses[DEFAULT] <= 1.02 * losses["Rasch MML"]
         print(
-            f"{name:6} target (rasch ≤ test-case mean and ≤ 1.02 × Rasch MML): {'met' if ok else 'NOT met'}; "
+            f"{name:6} target (the check's default, {DEFAULT}, ≤ test-case mean and ≤ 1.02 × Rasch MML): "
+            f"{'met' if ok else 'NOT met'}; "
             f"{unseen} answers of examinees with no training answer (predicted at 1500)"
         )
 

@@ -16,6 +16,9 @@ Methods, all fitted on the same training folds:
 - ``agielo_sigma``: the same ratings with their uncertainty, p = 1/(1 + 10^(−g(σ)(R_a − R_t)/400)),
   σ = √(σ_a² + σ_t²) (the logistic-normal approximation behind Glicko's g; a logistic model's σ_a
   is the agent's own 1/√information, σ_t the test case's posterior sd);
+- ``agielo_population`` (binary scores only): the model's prediction with the agents as a population
+  (:func:`population_predictions`: each agent's posterior on a grid, its prior the agents' normal
+  distribution fitted by marginal likelihood): what a rating from a handful of results should predict;
 - ``agielo_calibrated`` (graded scores only): the same ratings through a calibrated link,
   p = link(R_a − R_t), the isotonic regression of the training scores on the training
   matches' rating differences (:func:`~agielo_dagster.rating.predict.score_link`);
@@ -27,8 +30,8 @@ Methods, all fitted on the same training folds:
 A player with no training match is predicted from where the fit leaves it (a logistic model's
 test case at its prior mean, 1500), a zero effect, or the mean training score.
 
-The **default prediction** (:func:`default_method`) is what the check is about: ``agielo`` on
-binary scores (the paper's logistic link), ``agielo_calibrated``
+The **default prediction** (:func:`default_method`) is what the check is about: ``agielo_population`` on
+binary scores (the model's posterior predictive), ``agielo_calibrated``
 on graded ones (the logistic link misses their level there: docs/engine.md, "The held-out check").
 """
 
@@ -55,15 +58,61 @@ __all__ = [
     "heldout_summary",
 ]
 
-HELDOUT_METHODS = ("agielo", "agielo_sigma", "agielo_calibrated", "additive", "agent_mean", "test_case_mean")
+HELDOUT_METHODS = (
+    "agielo_population",
+    "agielo",
+    "agielo_sigma",
+    "agielo_calibrated",
+    "additive",
+    "agent_mean",
+    "test_case_mean",
+)
 HELDOUT_COLUMNS = ("method", "measure", "value", "matches", "folds", "folds_better_than_default")
 EPS = 1e-15
 TOLERANCE = 0.02  # the default prediction may trail the best baseline by this share and still "match" it
 
 
 def default_method(binary: bool) -> str:
-    """The AGI-Elo prediction the check stands for: ``agielo`` on binary scores, ``agielo_calibrated`` on graded ones."""
-    return "agielo" if binary else "agielo_calibrated"
+    """The prediction the check stands for: ``agielo_population`` on binary scores, ``agielo_calibrated`` on graded ones."""
+    return "agielo_population" if binary else "agielo_calibrated"
+
+
+POPULATION_GRID = 61  # points of the agents' rating on which their population and posteriors are held
+
+
+def population_predictions(fitted, train: Matches, agent: np.ndarray, test_case: np.ndarray) -> np.ndarray:
+    """Binary scores: each match's probability under the model with the agents as a population.
+
+    A rating is an estimate of one agent's competency; a prediction is better off knowing where agents of the
+    benchmark tend to be (an examinee who answered 4 of 4 training questions is not certain to answer the fifth).
+    The agents' ratings are taken as drawn from N(m, s²), fitted by maximum marginal likelihood (EM on a grid of
+    ratings), each agent's posterior on that grid is its prior times the likelihood of its training results
+    (each result's probability over its test case's posterior: Glicko's g), and a match is predicted by the
+    posterior mean of its probability.
+    """
+    mu_t, sd_t = fitted.test_case_mu, fitted.test_case_sigma
+    played = np.bincount(train.agent, minlength=train.n_agents) > 0
+    known = fitted.agent_mu[played]
+    grid = np.linspace(known.min() - 800.0, known.max() + 800.0, POPULATION_GRID) if len(known) else np.zeros(1)
+    log_lik = np.zeros((train.n_agents, len(grid)))
+    for k, theta in enumerate(grid):
+        p = np.clip(expected_score(theta, mu_t[train.test_case], sigma=sd_t[train.test_case]), 1e-12, 1.0 - 1e-12)
+        log_lik[:, k] = np.bincount(train.agent, train.score * np.log(p) + (1.0 - train.score) * np.log(1.0 - p), train.n_agents)
+    log_lik -= log_lik.max(axis=1, keepdims=True)
+    lik = np.exp(log_lik)
+    mean, var = float(known.mean()) if len(known) else 1500.0, max(float(known.var()), 100.0**2)
+    for _ in range(200):
+        prior = np.exp(-0.5 * (grid - mean) ** 2 / var)
+        post = lik * prior
+        post /= post.sum(axis=1, keepdims=True)
+        mean_next = float((post @ grid).mean())
+        var_next = max(float((post @ (grid - mean_next) ** 2).mean()), 1.0)
+        done = abs(mean_next - mean) < 1e-6 and abs(var_next - var) < 1e-6 * var
+        mean, var = mean_next, var_next
+        if done:
+            break
+    p_grid = expected_score(grid[None, :], mu_t[test_case][:, None], sigma=sd_t[test_case][:, None])
+    return np.sum(post[agent] * p_grid, axis=1)
 
 
 def additive_fit(
@@ -106,7 +155,8 @@ def heldout_predictions(m: Matches, fold: np.ndarray, settings: RatingSettings) 
     rate them; a logistic model's fit of each fold starts from the one before)."""
     n_a, n_t = m.n_agents, m.n_test_cases
     binary = bool(np.all((m.score == 0.0) | (m.score == 1.0)))
-    out = {name: np.empty(len(m)) for name in HELDOUT_METHODS if not (binary and name == "agielo_calibrated")}
+    graded_only, binary_only = {"agielo_calibrated"}, {"agielo_population"}
+    out = {name: np.empty(len(m)) for name in HELDOUT_METHODS if name not in (graded_only if binary else binary_only)}
     fitted = None
     for f in np.unique(fold):
         test = fold == f
@@ -115,6 +165,8 @@ def heldout_predictions(m: Matches, fold: np.ndarray, settings: RatingSettings) 
         fitted = fitted_ratings(train, settings, fitted)
         a_mu, a_sig, t_mu, t_sig = fitted.agent_mu, fitted.agent_sigma, fitted.test_case_mu, fitted.test_case_sigma
         out["agielo"][test] = expected_score(a_mu[a], t_mu[t])
+        if binary:
+            out["agielo_population"][test] = population_predictions(fitted, train, a, t)
         out["agielo_sigma"][test] = expected_score(a_mu[a], t_mu[t], sigma=combined_sigma(a_sig[a], t_sig[t]))
         if not binary:
             link = link_from_diffs(a_mu[train.agent] - t_mu[train.test_case], train.score)
