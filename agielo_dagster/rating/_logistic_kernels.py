@@ -33,19 +33,45 @@ def _p(eta):
     return e / (1.0 + e)
 
 
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _node_log_lik(lo, hi, agent, score, theta, beta, alpha, inv, at_node, k):
+    """Σ of rows lo:hi's quasi-log-likelihood at a node (β, α), each row's p stored in ``at_node[row, k]``."""
+    v = 0.0
+    for i in range(lo, hi):
+        ll, p = _log_lik(alpha * (theta[agent[i]] - beta), score[i])
+        v += ll * inv
+        at_node[i - lo, k] = p
+    return v
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _normalize(log_weight, m):
+    """The first ``m`` log weights made into weights that sum to 1, in place."""
+    top = -math.inf
+    for k in range(m):
+        top = max(top, log_weight[k])
+    total = 0.0
+    for k in range(m):
+        log_weight[k] = math.exp(log_weight[k] - top)
+        total += log_weight[k]
+    for k in range(m):
+        log_weight[k] /= total
+
+
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def posterior_pass(start, agent, score, theta, mode, tau2, phi, nodes, log_weights, n_agents, agent_var, match_score, match_info):
+def posterior_pass(start, agent, score, theta, mode, tau2, phi, nodes, log_weights, n_agents, agent_var, match_score, factor):
     """Each test case's posterior given the agents' ``theta``, by adaptive Gauss-Hermite quadrature.
 
     A test case's difficulty β has the prior N(0, tau2); its matches' quasi-likelihood is
     Π p^(s/φ) (1 − p)^((1−s)/φ), p = σ(θ_a − β). The posterior's mode (``mode``, updated in place: the
     start of the next pass) and curvature place the nodes; their normalized weights are the posterior.
 
-    Per match it writes E[s − p]/φ (``match_score``: its part of the score) and E[p(1 − p)]/φ
-    (``match_info``: its information). Returns per agent the sums of both and of E[w(1 − 2p)]/φ (the
-    information's derivative in θ_a) and E[w(1 − 6w)]/φ (its second), and Cov(s − p, β²)/(2φ·tau2) (how the
-    agent's score moves with
-    log tau2); per test case its posterior mean and variance, E[β²] and Var(β²); and the Pearson sum
+    Per match it writes E[s − p]/φ (``match_score``: its part of the score) and its entry of the
+    Hessian's factor (``factor[i, 0]`` = w_i / √c_t, w_i = E[p(1 − p)]/φ its information, c_t = Σ w + 1/tau2:
+    the agents' negative Hessian is diag(Σ w) − F Fᵀ). Returns per agent the sums of E[s − p]/φ, of w,
+    of E[w(1 − 2p)]/φ and E[w(1 − 6w)]/φ (the information's first and second derivatives in θ_a), and
+    Cov(s − p, β²)/φ (how the agent's score moves with tau2); per test case its posterior mean and variance,
+    E[β²] and Var(β²); and the Pearson sum
     Σ (s − E p)² / (E p (1 − E p)) / (1 − h), each residual corrected by its leverage
     h = E[w]/φ · (Var β + ``agent_var``): the share of it that the two ratings have already absorbed.
     """
@@ -86,25 +112,15 @@ def posterior_pass(start, agent, score, theta, mode, tau2, phi, nodes, log_weigh
         mode[t] = b
         scale = math.sqrt(2.0 / curv)
         K = len(nodes)
-        top = -1e300
         for k in range(K):
             beta = b + scale * nodes[k]
             at[k] = beta
             v = log_weights[k] + nodes[k] * nodes[k] - 0.5 * beta * beta / tau2
-            for i in range(lo, hi):
-                ll, p = _log_lik(theta[agent[i]] - beta, score[i])
-                v += ll * inv
-                at_node[i - lo, k] = p
-            weight[k] = v
-            top = max(top, v)
-        total = 0.0
-        for k in range(K):
-            weight[k] = math.exp(weight[k] - top)
-            total += weight[k]
+            weight[k] = v + _node_log_lik(lo, hi, agent, score, theta, beta, 1.0, inv, at_node, k)
+        _normalize(weight, K)
         m1 = 0.0
         m2 = 0.0
         for k in range(K):
-            weight[k] /= total
             m1 += weight[k] * at[k]
             m2 += weight[k] * at[k] * at[k]
         var = 0.0
@@ -120,12 +136,13 @@ def posterior_pass(start, agent, score, theta, mode, tau2, phi, nodes, log_weigh
         post_var[t] = var
         second[t] = m2
         second_var[t] = sq_var
+        information = 0.0
         for i in range(lo, hi):
             s = score[i]
             ep = 0.0
             ew = 0.0
             ed = 0.0
-            ed2 = 0.0
+            ee = 0.0
             cov = 0.0
             for k in range(K):
                 p = at_node[i - lo, k]
@@ -133,42 +150,59 @@ def posterior_pass(start, agent, score, theta, mode, tau2, phi, nodes, log_weigh
                 ep += weight[k] * p
                 ew += weight[k] * w
                 ed += weight[k] * w * (1.0 - 2.0 * p)
-                ed2 += weight[k] * w * (1.0 - 6.0 * w)
+                ee += weight[k] * w * (1.0 - 6.0 * w)
                 cov -= weight[k] * p * (at[k] * at[k] - m2)
+            if K == 1:  # the normal's: Cov(s − p, β²) ≈ w Cov(β, β²)
+                cov = 2.0 * m1 * var * ew
             a = agent[i]
             match_score[i] = (s - ep) * inv
-            match_info[i] = ew * inv
+            factor[i, 0] = ew * inv
+            information += ew * inv
             score_sum[a] += (s - ep) * inv
             info[a] += ew * inv
             slope[a] += ed * inv
-            bend[a] += ed2 * inv
-            cross[a] += 0.5 * cov * inv / tau2
+            bend[a] += ee * inv
+            cross[a] += cov * inv
             if 0.0 < ep < 1.0:
                 leverage = min(ew * inv * (var + agent_var[a]), 0.9)
                 pearson += (s - ep) ** 2 / (ep * (1.0 - ep)) / (1.0 - leverage)
+        root = math.sqrt(information + 1.0 / tau2)
+        for i in range(lo, hi):
+            factor[i, 0] /= root
     return score_sum, info, slope, bend, cross, post_mean, post_var, second, second_var, pearson
 
 
 @numba.njit(cache=True, nogil=True)
-def hessian_matvec(start, agent, weight, curvature, diag, x, out):
-    """out = (diag(diag) − Σ_t w_t w_tᵀ / c_t) x: the agents' negative Hessian with each test case's
-    posterior taken as normal (w_t: ``weight`` of test case t's rows, c_t = ``curvature[t]``)."""
+def hessian_matvec(start, agent, factor, diag, x, out):
+    """out = (diag(diag) − F Fᵀ) x: the agents' negative Hessian with each test case's posterior taken as
+    normal. F has one or two columns per test case; ``factor[i]`` holds match i's (its agent's) entries in its
+    test case's (the loops spelled out per width: a loop over the columns took 4 times as long)."""
     for a in range(len(x)):
         out[a] = diag[a] * x[a]
+    if factor.shape[1] == 1:
+        for t in range(len(start) - 1):
+            u = 0.0
+            for i in range(start[t], start[t + 1]):
+                u += factor[i, 0] * x[agent[i]]
+            for i in range(start[t], start[t + 1]):
+                out[agent[i]] -= factor[i, 0] * u
+        return
     for t in range(len(start) - 1):
-        u = 0.0
+        u0 = 0.0
+        u1 = 0.0
         for i in range(start[t], start[t + 1]):
-            u += weight[i] * x[agent[i]]
-        u /= curvature[t]
+            xa = x[agent[i]]
+            u0 += factor[i, 0] * xa
+            u1 += factor[i, 1] * xa
         for i in range(start[t], start[t + 1]):
-            out[agent[i]] -= weight[i] * u
+            out[agent[i]] -= factor[i, 0] * u0 + factor[i, 1] * u1
 
 
 @numba.njit(cache=True, nogil=True)
-def hessian_diagonal(start, agent, weight, curvature, diag):
+def hessian_diagonal(start, agent, factor, diag):
     """The diagonal of :func:`hessian_matvec`'s matrix (the preconditioner)."""
     out = diag.copy()
-    for t in range(len(start) - 1):
-        for i in range(start[t], start[t + 1]):
-            out[agent[i]] -= weight[i] * weight[i] / curvature[t]
+    for i in range(len(agent)):
+        for j in range(factor.shape[1]):
+            out[agent[i]] -= factor[i, j] * factor[i, j]
     return out

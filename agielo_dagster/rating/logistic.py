@@ -18,19 +18,35 @@ dispersion for graded ones.
 
 An agent's interval is θ ± z·√v with v the variance of θ_a minus the mean of its component's agents
 (Elo has no absolute origin) from the inverse Hessian; ranks follow from the intervals.
+
+The fit serves any :class:`LogisticModel`: what sets one apart is its test cases' parameters and the pass that
+integrates them out (:data:`RASCH` here; the 2PL's, with a discrimination per test case, in :mod:`.twopl`).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import linalg
 
 from . import _logistic_kernels as K
 from .frames import Matches
 
-__all__ = ["LOGIT", "LogisticFit", "by_test_case", "fit_logistic"]
+__all__ = [
+    "LOGIT",
+    "RASCH",
+    "LogisticFit",
+    "LogisticModel",
+    "Posterior",
+    "by_test_case",
+    "fit_logistic",
+    "place_one",
+    "relative_variance",
+    "solve_hessian",
+]
 
 LOGIT = 400.0 / math.log(10.0)  # Elo per logit
 CENTRE = 1500.0  # the test cases' prior mean: a test case of the benchmark's typical difficulty is rated 1500
@@ -38,11 +54,11 @@ NODES = 9  # Gauss-Hermite nodes per test case
 PRIOR_WEIGHT = 1.0  # the inverse-gamma prior on τ²: as much as PRIOR_WEIGHT test cases at PRIOR_SCALE
 PRIOR_SCALE = 400.0 / LOGIT
 TOLERANCE = 1e-6
-LAPLACE_UNTIL = 0.05  # logits: Laplace's approximation until the steps are this short, or for LAPLACE_PASSES passes
-LAPLACE_PASSES = 8  # logits: the largest step of θ (and of log τ²) at convergence
+LAPLACE_UNTIL = 0.05  # logits: the coarse rule until the steps are this short, or for LAPLACE_PASSES passes
+LAPLACE_PASSES = 8
 MAX_STEP = 2.0  # logits: a longer Newton step is shortened to this
 MAX_ITERATIONS = 200
-HALVINGS = 6  # of a step that lowers the objective, before it is taken anyway (Jeffreys' term is projected)
+HALVINGS = 6  # of a step that raises the Newton decrement, before it is taken anyway (Jeffreys' term is projected)
 
 
 @dataclass(frozen=True)
@@ -69,20 +85,110 @@ def by_test_case(m: Matches) -> ByTestCase:
 
 
 @dataclass(frozen=True)
+class Posterior:
+    """One pass over the matches at the agents' θ: each test case's posterior and what a Newton step needs.
+
+    A test case has k parameters ψ (the rasch: its difficulty β; the 2PL: β and its discrimination α), with
+    independent normal priors of variances ``variances`` (τ², and ω² for α − 1). η is a match's logit, w = p(1 − p).
+    """
+
+    score: np.ndarray  # per agent Σ E[∂η/∂θ_a (s − p)]/φ: the marginal likelihood's gradient
+    info: np.ndarray  # per agent Σ E[w (∂η/∂θ_a)²]/φ
+    slope: np.ndarray  # per agent ∂info/∂θ_a
+    bend: np.ndarray  # per agent ∂²info/∂θ_a²
+    cross: np.ndarray  # h × n_a: Σ_t Cov(agent's part of the score, ψ_j²)
+    second: np.ndarray  # h: Σ_t E[ψ_j²]
+    second_cov: np.ndarray  # h × h: Σ_t Cov(ψ_j², ψ_l²)
+    factor: (
+        np.ndarray
+    )  # n × k: the negative Hessian in θ is diag(info) − F Fᵀ, F's rows in the matches' order (see hessian_matvec)
+    match_score: np.ndarray  # n: each match's part of ``score`` (the sandwich's clusters are the test cases)
+    pearson: float  # Σ of the leverage-corrected Pearson residuals (the dispersion of graded scores)
+    mean: np.ndarray  # n_t × k: each test case's posterior means
+    var: np.ndarray  # n_t × k: and variances
+
+
+@dataclass(frozen=True)
+class LogisticModel:
+    """What sets one logistic model apart: its test cases' parameters and the pass that integrates them out."""
+
+    name: str
+    scales: tuple[float, ...]  # the prior sds of the test cases' parameters: where the fit starts, and each one's weak prior
+    mode: tuple[float, ...]  # where each test case's posterior mode is first looked for
+    coarse: tuple[np.ndarray, np.ndarray]  # the quadrature rule (nodes, log weights) until the steps are short
+    fine: tuple[np.ndarray, np.ndarray]  # the rule at convergence
+    posterior: Callable[..., Posterior]  # (data, θ, variances, φ, mode, rule, agent variances, match_score, factor)
+    scaled: bool = False  # whether the test cases' prior sets the agents' scale too (the 2PL's α ~ N(1, ω²))
+    extends: LogisticModel | None = None  # a model whose parameters are this one's first ones: a cold fit starts from its
+
+
+def _rasch_posterior(data, theta, variances, phi, mode, rule, agent_var, match_score, factor) -> Posterior:
+    g, info, slope, bend, cross, mean, var, second, second_var, pearson = K.posterior_pass(
+        data.start,
+        data.agent,
+        data.score,
+        theta,
+        mode[:, 0],
+        variances[0],
+        phi,
+        *rule,
+        data.n_agents,
+        agent_var,
+        match_score,
+        factor,
+    )
+    return Posterior(
+        g,
+        info,
+        slope,
+        bend,
+        cross[None],
+        np.array([second.sum()]),
+        np.array([[second_var.sum()]]),
+        factor,
+        match_score,
+        pearson,
+        mean[:, None],
+        var[:, None],
+    )
+
+
+def _hermite(nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    x, w = np.polynomial.hermite.hermgauss(nodes)
+    return x, np.log(w)
+
+
+RASCH = LogisticModel("rasch", (PRIOR_SCALE,), (0.0,), (np.zeros(1), np.zeros(1)), _hermite(NODES), _rasch_posterior)
+"""P(success) = σ(θ_a − β_t) (in logits): the test cases' difficulties are their only parameters."""
+
+
+@dataclass(frozen=True)
 class LogisticFit:
     """What :func:`fit_logistic` found, in logits (θ and β relative to the test cases' prior mean)."""
 
+    model: str
     theta: np.ndarray
-    beta_mean: np.ndarray  # each test case's posterior mean and variance
-    beta_var: np.ndarray
-    tau2: float
+    mean: np.ndarray  # n_t × k: each test case's posterior means (β; the 2PL's α) given θ
+    var: np.ndarray  # and variances
+    variances: np.ndarray  # the test cases' prior variances (τ²; the 2PL's ω²)
     phi: float
     iterations: int
-    info: np.ndarray  # per agent Σ E[w]/φ: the negative Hessian is diag(info) − Σ_t w_t w_tᵀ / curvature_t
-    match_info: np.ndarray  # w, per match (canonical order)
-    match_score: np.ndarray  # E[s − p]/φ per match: the score's parts, clustered by test case
-    curvature: np.ndarray  # per test case Σ w + 1/τ²
-    mode: np.ndarray  # each test case's posterior mode (where the next fit's quadrature starts)
+    info: np.ndarray  # per agent Σ E[w (∂η/∂θ_a)²]/φ: the negative Hessian is diag(info) − F Fᵀ
+    factor: np.ndarray  # F, per match (canonical order): see :class:`Posterior`
+    match_score: np.ndarray  # per match its part of the score, clustered by test case
+    mode: np.ndarray  # n_t × k: each test case's posterior mode (where the next fit's quadrature starts)
+
+    @property
+    def beta_mean(self) -> np.ndarray:
+        return self.mean[:, 0]
+
+    @property
+    def beta_var(self) -> np.ndarray:
+        return self.var[:, 0]
+
+    @property
+    def tau2(self) -> float:
+        return float(self.variances[0])
 
 
 def _pcg(matvec, precond: np.ndarray, rhs: np.ndarray, tol: float = 1e-10, max_iter: int = 1000) -> np.ndarray:
@@ -113,108 +219,180 @@ def _pcg(matvec, precond: np.ndarray, rhs: np.ndarray, tol: float = 1e-10, max_i
     return x
 
 
+def _matvec(start, agent, factor, diag, x):
+    out = np.empty_like(x)
+    K.hessian_matvec(start, agent, factor, diag, x, out)
+    return out
+
+
+def _newton_step(schur: np.ndarray, grad: np.ndarray, fallback: np.ndarray) -> np.ndarray:
+    """schur⁻¹ grad, or a step along the gradient scaled by ``fallback`` (positive) where schur is not positive definite."""
+    try:
+        return linalg.cho_solve(linalg.cho_factor(schur), grad)
+    except linalg.LinAlgError:
+        return grad / fallback
+
+
+def _solve_per_component(a: list, b: list, ok: np.ndarray) -> list:
+    """x with a x = b in each component (k ≤ 2: a k × k of arrays over the components), 0 where not ``ok``."""
+    if len(b) == 1:
+        return [np.divide(b[0], a[0][0], out=np.zeros(len(ok)), where=ok & (a[0][0] > 0.0))]
+    det = a[0][0] * a[1][1] - a[0][1] * a[1][0]
+    ok = ok & (np.abs(det) > 1e-12 * np.abs(a[0][0] * a[1][1]))
+    det = np.where(ok, det, 1.0)
+    x0 = np.where(ok, (a[1][1] * b[0] - a[0][1] * b[1]) / det, 0.0)
+    x1 = np.where(ok, (a[0][0] * b[1] - a[1][0] * b[0]) / det, 0.0)
+    return [x0, x1]
+
+
+def _jeffreys(post: Posterior, info, played, component, n_components: int, theta=None, h_of=None):
+    """Jeffreys' gradient and its curvature (x ↦ B x), off the agents' common level and, given ``h_of`` (x ↦ H x:
+    a model whose test cases' prior sets the scale too), off their common scale.
+
+    Its push along a common shift (and stretch) is taken back in proportion to each agent's information, as a
+    shift moves them (along H d for the scale, d = θ − its mean, the stretch weighed by information too): an agent
+    the test cases barely inform keeps its own pull. The 2PL's scale is set by its discriminations' prior mean,
+    against n_t test cases only: Jeffreys' term pulls every agent towards the test cases (−log c each for a scale
+    c), and on 100 agents × 24 test cases it shrank the scale to nothing (ω in the thousands) even from the true
+    ratings; weighed by d alone, a perfect scorer's own pull far out read as a shrinking scale and stretched the
+    others without end. Its curvature (as large as the likelihood's for an agent of one match, whose step it would
+    halve) is diag(j) less its part along those directions, which it must not stiffen. A component with no more
+    played agents than directions keeps the whole term: its level is those agents (an only agent, a snapshot's first).
+    """
+    pull = np.where(played, 0.5 * post.slope / info, 0.0)
+    bent = np.where(played, np.clip(-0.5 * (post.bend / info - (post.slope / info) ** 2), 0.0, info), 0.0)
+    weight = np.where(played, info, 0.0)
+    ones = played.astype(np.float64)
+    directions, steps, against = [ones], [weight], [ones]
+    if h_of is not None:
+        d = np.where(
+            played,
+            theta
+            - (
+                np.bincount(component, weight * theta, n_components)
+                / np.maximum(np.bincount(component, weight, n_components), 1e-300)
+            )[component],
+            0.0,
+        )
+        directions.append(d)
+        steps.append(np.where(played, h_of(d), 0.0))
+        against.append(weight * d)
+
+    def sums(x, y):
+        return np.bincount(component, x * y, n_components)
+
+    ok = np.bincount(component, played, n_components) > len(directions)
+    kappa = _solve_per_component([[sums(v, u) for u in steps] for v in against], [sums(v, pull) for v in against], ok)
+    grad = pull - sum(k[component] * u for k, u in zip(kappa, steps, strict=True))
+    curved = [bent * d for d in directions]
+    gram = [[sums(c, d) for d in directions] for c in curved]
+
+    def curvature(x: np.ndarray) -> np.ndarray:
+        back = _solve_per_component(gram, [sums(c, x) for c in curved], ok)
+        return bent * x - sum(k[component] * c for k, c in zip(back, curved, strict=True))
+
+    return grad, curvature, bent
+
+
 def fit_logistic(
     data: ByTestCase,
     component: np.ndarray,
     *,
     binary: bool,
+    model: LogisticModel = RASCH,
     theta: np.ndarray | None = None,
-    tau2: float | None = None,
+    variances: np.ndarray | None = None,
     phi: float | None = None,
     mode: np.ndarray | None = None,
     quadrature: bool = True,
     tolerance: float = TOLERANCE,
     max_iterations: int = MAX_ITERATIONS,
 ) -> LogisticFit:
-    """θ and τ² maximizing the marginal likelihood plus Jeffreys' term (``component``: each agent's, see the module).
+    """θ and the prior variances maximizing the marginal likelihood plus Jeffreys' term (``component``: each agent's).
 
-    ``theta``, ``tau2``, ``phi`` and ``mode`` (a previous fit's) start it: a warm start converges in a few passes.
-    ``quadrature=False`` stays with Laplace's approximation (a test case's posterior as the normal at its
-    mode: a third of the cost, for the snapshots); ``tolerance`` (logits) is the longest step at convergence,
+    ``theta``, ``variances``, ``phi`` and ``mode`` (a previous fit's) start it: a warm start converges in a few passes.
+    ``quadrature=False`` stays with the coarse rule (for the rasch Laplace's approximation, a normal posterior at
+    each test case's mode: a third of the cost, for the snapshots); ``tolerance`` (logits) is the longest step at convergence,
     ``max_iterations`` the most passes.
+    An agent without a match (a snapshot's) keeps its ``theta``.
     """
-    start, agent, score, n_a = data.start, data.agent, data.score, data.n_agents
+    start, agent, n_a = data.start, data.agent, data.n_agents
     n_t, n = data.n_test_cases, len(data.score)
-    # Laplace's approximation (one node at each test case's mode) until the steps are short, then the quadrature
-    laplace = (np.zeros(1), np.zeros(1))
-    nodes, weights = np.polynomial.hermite.hermgauss(NODES)
-    exact = (nodes, np.log(weights))
-    rule = exact if theta is not None and quadrature else laplace
+    # the coarse rule until the steps are short, then the fine one
+    rule = model.fine if theta is not None and quadrature else model.coarse
+    scales = np.asarray(model.scales)
+    if theta is None and model.extends is not None:
+        # from the simpler model's fit: from θ = 0 the 2PL's discriminations are unidentified, and its first steps
+        # could wander off to a collapsed scale (ω in the thousands, θ all but equal) and not return
+        first = fit_logistic(data, component, binary=binary, model=model.extends, quadrature=False, tolerance=LAPLACE_UNTIL)
+        theta, phi = first.theta, first.phi
+        variances = np.concatenate([first.variances, scales[len(first.variances) :] ** 2])
+        mode = np.tile(model.mode, (n_t, 1))
+        mode[:, : first.mode.shape[1]] = first.mode
     theta = np.zeros(n_a) if theta is None else np.array(theta, dtype=np.float64)
-    tau2 = PRIOR_SCALE**2 if tau2 is None else float(tau2)
+    variances = scales**2 if variances is None else np.array(variances, dtype=np.float64)
     phi = 1.0 if binary or phi is None else float(phi)
-    mode = np.zeros(n_t) if mode is None else np.array(mode, dtype=np.float64)
+    mode = np.tile(model.mode, (n_t, 1)) if mode is None else np.array(mode, dtype=np.float64)
     agent_var = np.zeros(n_a)
     match_score = np.empty(n)
-    match_info = np.empty(n)
+    factor = np.empty((n, len(model.scales)))
+    a0, b0 = PRIOR_WEIGHT / 2.0, PRIOR_WEIGHT * scales**2 / 2.0
     n_components = int(component.max(initial=-1)) + 1
-    row_test_case = np.repeat(np.arange(n_t), np.diff(start))  # each row's test case
-    a0, b0 = PRIOR_WEIGHT / 2.0, PRIOR_WEIGHT * PRIOR_SCALE**2 / 2.0
     # the equations' Newton decrement (½ gᵀH⁻¹g) decides whether a step is taken: a step that raises it is halved
     # (Jeffreys' term, projected, is an adjusted score rather than a gradient: the equations, not a likelihood, are solved)
-    before = None  # (decrement, θ, τ², the step from there, halvings so far): where the last step started
+    before = None  # (decrement, θ, variances, the step from there, halvings so far): where the last step started
     iteration = 0
     while iteration < max_iterations:
         iteration += 1
-        g, info, slope, bend, cross, mean, var, second, second_var, pearson = K.posterior_pass(
-            start, agent, score, theta, mode, tau2, phi, *rule, n_a, agent_var, match_score, match_info
-        )
-        unplayed = info <= 0.0  # an agent without a match (a fold or a removal left it none) keeps its rating
-        info = np.where(unplayed, 1.0, info)
-        # Jeffreys' term moves agents against each other, never their common level (the test cases' prior sets that):
-        # its push along a common shift is taken back in proportion to each agent's information, as a shift moves them
-        jeffreys = np.where(unplayed, 0.0, 0.5 * slope / info)
-        played_info = np.where(unplayed, 0.0, info)
-        level = np.bincount(component, jeffreys, n_components) / np.maximum(
-            np.bincount(component, played_info, n_components), 1e-300
-        )
-        grad = np.where(unplayed, 0.0, g + jeffreys - played_info * level[component])
-        # Jeffreys' curvature (as large as the likelihood's for an agent of one match, whose step it would halve),
-        # but for its part along a common shift, which it must not stiffen: diag(j) − j jᵀ / Σ j in each component
-        bent = np.where(unplayed, 0.0, np.clip(-0.5 * (bend / info - (slope / info) ** 2), 0.0, info))
-        bent_total = np.maximum(np.bincount(component, bent, n_components), 1e-300)
-        lam = 1.0 / tau2
-        curvature = np.bincount(row_test_case, match_info, n_t) + lam
-        precond = K.hessian_diagonal(start, agent, match_info, curvature, info + bent)
+        post = model.posterior(data, theta, variances, phi, mode, rule, agent_var, match_score, factor)
+        played = post.info > 0.0  # an agent without a match (a snapshot's, a fold's) keeps its rating
+        info = np.where(played, post.info, 1.0)
+        h_of = (lambda x, info=info: _matvec(start, agent, factor, info, x)) if model.scaled else None
+        jeffreys, curvature, bent = _jeffreys(post, info, played, component, n_components, theta, h_of)
+        grad = np.where(played, post.score + jeffreys, 0.0)
+        precond = K.hessian_diagonal(start, agent, factor, info) + bent
 
-        def matvec(x, out, curvature=curvature, info=info, bent=bent, bent_total=bent_total):
-            K.hessian_matvec(start, agent, match_info, curvature, info, x, out)
-            out += bent * x - bent * (np.bincount(component, bent * x, n_components) / bent_total)[component]
+        def matvec(x, out, info=info, curvature=curvature):
+            K.hessian_matvec(start, agent, factor, info, x, out)
+            out += curvature(x)
 
-        # Newton on (θ, u = log τ²): the u row and column bordered onto the θ system
+        # Newton on (θ, log variances): the variances' rows and columns bordered onto the θ system
         step = _pcg(matvec, precond, grad)
-        grad_u = 0.5 * (lam * second.sum() - n_t) - a0 + b0 * lam
-        curv_u = 0.5 * lam * second.sum() - 0.25 * lam * lam * second_var.sum() + b0 * lam
-        border = _pcg(matvec, precond, cross)
-        schur = curv_u - cross @ border
-        step_u = (grad_u + cross @ step) / schur if schur > 0.0 else 0.0  # not concave in log τ² here: held
-        step += border * step_u
-        decrement = 0.5 * (grad @ step + grad_u * step_u)
+        lam = 1.0 / variances
+        grad_v = 0.5 * (lam * post.second - n_t) - a0 + b0 * lam
+        fisher_v = 0.5 * lam * post.second + b0 * lam
+        curv_v = np.diag(fisher_v) - 0.25 * np.outer(lam, lam) * post.second_cov
+        cross = 0.5 * lam[:, None] * post.cross
+        border = np.array([_pcg(matvec, precond, c) for c in cross])
+        step_v = _newton_step(curv_v - cross @ border.T, grad_v + cross @ step, fisher_v)
+        step += step_v @ border
+        decrement = 0.5 * (grad @ step + grad_v @ step_v)
         if before is not None and decrement > before[0] * (1.0 + 1e-9) + 1e-12 and before[4] < HALVINGS:
-            _, theta_0, tau2_0, (step_0, step_u0), halvings = before
-            step_0, step_u0 = 0.5 * step_0, 0.5 * step_u0
-            before = (before[0], theta_0, tau2_0, (step_0, step_u0), halvings + 1)
-            theta, tau2 = theta_0 + step_0, tau2_0 * math.exp(step_u0)
+            _, theta_0, variances_0, (step_0, step_v0), halvings = before
+            step_0, step_v0 = 0.5 * step_0, 0.5 * step_v0
+            before = (before[0], theta_0, variances_0, (step_0, step_v0), halvings + 1)
+            theta, variances = theta_0 + step_0, variances_0 * np.exp(step_v0)
             continue
         agent_var = 1.0 / info  # the next pass's leverages
-        longest = max(np.abs(step).max(initial=0.0), abs(step_u))
+        longest = max(np.abs(step).max(initial=0.0), np.abs(step_v).max())
         if longest > MAX_STEP:
             step *= MAX_STEP / longest
-            step_u *= MAX_STEP / longest
-        before = (decrement, theta, tau2, (step, step_u), 0)
+            step_v *= MAX_STEP / longest
+        before = (decrement, theta, variances, (step, step_v), 0)
         theta = theta + step
-        tau2 = tau2 * math.exp(step_u)
+        variances = variances * np.exp(step_v)
         moved = 0.0
         if not binary and n:
-            phi_next = max(pearson / n, 1e-6)
+            phi_next = max(post.pearson / n, 1e-6)
             moved = abs(math.log(phi_next / phi))
             phi = phi_next
             before = None if moved > tolerance else before  # another φ, other equations
-        if rule is laplace and quadrature and (max(longest, moved) < LAPLACE_UNTIL or iteration >= LAPLACE_PASSES):
-            rule, before = exact, None  # the quadrature's equations from here
-        elif (rule is exact or not quadrature) and max(longest, moved) < tolerance:
+        coarse = rule is model.coarse and model.coarse is not model.fine
+        if coarse and quadrature and (max(longest, moved) < LAPLACE_UNTIL or iteration >= LAPLACE_PASSES):
+            rule, before = model.fine, None  # the quadrature's equations from here
+        elif (not coarse or not quadrature) and max(longest, moved) < tolerance:
             break
-    return LogisticFit(theta, mean, var, tau2, phi, iteration, info, match_info, match_score, curvature, mode)
+    return LogisticFit(model.name, theta, post.mean, post.var, variances, phi, iteration, info, factor, match_score, mode)
 
 
 DENSE = 4096  # the smaller side up to which the inverse Hessian is computed exactly (O(side³)); above, its diagonal
@@ -224,34 +402,35 @@ def relative_variance(fit: LogisticFit, data: ByTestCase, component: np.ndarray,
     """Each agent's variance of θ_a − (the mean θ of its component's agents), in logits².
 
     ``sandwich``: H⁻¹ (Σ_t u_t u_tᵀ) H⁻¹, the test cases as clusters (u_t: their parts of the score),
-    robust to a misspecified variance (graded scores); else the model's H⁻¹. H⁻¹ is exact on the smaller
-    side of the benchmark (agents, or test cases by Woodbury's identity) up to ``DENSE``; beyond both,
+    robust to a misspecified variance (graded scores); else the model's H⁻¹, H = D − F Fᵀ (D = diag(info),
+    F: k columns per test case, :class:`Posterior`). H⁻¹ is exact on the smaller side of the benchmark
+    (agents, or the test cases' k·n_t columns by Woodbury's identity) up to ``DENSE``; beyond both,
     the diagonal of H⁻¹ is taken as 1 / the diagonal of H (each agent against hundreds of others:
     the rest is of the order of 1 / their number) while its row sums, the part the mean takes, stay exact.
     """
     from scipy import sparse
 
     n_a, n_t = data.n_agents, data.n_test_cases
+    k = fit.factor.shape[1]
     test_case = np.repeat(np.arange(n_t), np.diff(data.start))
-    w = sparse.csr_array((fit.match_info, (data.agent, test_case)), shape=(n_a, n_t))
+    column = (test_case[:, None] * k + np.arange(k)).ravel()
+    f = sparse.csr_array((fit.factor.ravel(), (np.repeat(data.agent, k), column)), shape=(n_a, k * n_t))
     u = sparse.csr_array((fit.match_score, (data.agent, test_case)), shape=(n_a, n_t)) if sandwich else None
     ones = np.ones(n_a)
-    if n_a <= DENSE and (n_a <= n_t or n_t > DENSE):  # the agents' side: H itself, dense
-        scaled = w @ sparse.diags_array(1.0 / np.sqrt(fit.curvature))
-        h = np.diag(fit.info) - (scaled @ scaled.T).toarray()
-        inverse = _inverse(h)
+    if n_a <= DENSE and (n_a <= k * n_t or k * n_t > DENSE):  # the agents' side: H itself, dense
+        inverse = _inverse(np.diag(fit.info) - _gram(f))
         if sandwich:
             au = (u.T @ inverse).T  # H⁻¹ U, n_a × n_t
             diag, row_sums = np.einsum("ij,ij->i", au, au), au @ (au.T @ ones)
         else:
             diag, row_sums = np.diag(inverse).copy(), inverse @ ones
-    elif n_t <= DENSE:  # the test cases' side: H⁻¹ = D⁻¹ + D⁻¹ W T⁻¹ Wᵀ D⁻¹, T = C − Wᵀ D⁻¹ W
+    elif k * n_t <= DENSE:  # the test cases' side: H⁻¹ = D⁻¹ + D⁻¹ F T⁻¹ Fᵀ D⁻¹, T = I − Fᵀ D⁻¹ F
         d_inv = 1.0 / fit.info
-        dw = sparse.diags_array(d_inv) @ w
-        t_inv = _inverse(np.diag(fit.curvature) - (w.T @ dw).toarray())
+        df = sparse.diags_array(d_inv) @ f
+        t_inv = _inverse(np.eye(k * n_t) - (f.T @ df).toarray())
 
-        def solve(x):  # H⁻¹ x for an n_a × k matrix x
-            return d_inv[:, None] * x + dw @ (t_inv @ (dw.T @ x))
+        def solve(x):  # H⁻¹ x for an n_a × j matrix x
+            return d_inv[:, None] * x + df @ (t_inv @ (df.T @ x))
 
         if sandwich:
             au = solve(u.toarray()) if n_a * n_t <= 50_000_000 else None
@@ -259,13 +438,13 @@ def relative_variance(fit: LogisticFit, data: ByTestCase, component: np.ndarray,
                 raise MemoryError("the sandwich's H⁻¹ U would not fit: use the model's variance")
             diag, row_sums = np.einsum("ij,ij->i", au, au), au @ (au.T @ ones)
         else:
-            diag = d_inv + np.einsum("ij,jk,ik->i", dw.toarray(), t_inv, dw.toarray())
+            diag = d_inv + np.einsum("ij,jk,ik->i", df.toarray(), t_inv, df.toarray())
             row_sums = solve(ones[:, None])[:, 0]
     else:
-        precond = K.hessian_diagonal(data.start, data.agent, fit.match_info, fit.curvature, fit.info)
+        precond = K.hessian_diagonal(data.start, data.agent, fit.factor, fit.info)
 
         def matvec(x, out):
-            K.hessian_matvec(data.start, data.agent, fit.match_info, fit.curvature, fit.info, x, out)
+            K.hessian_matvec(data.start, data.agent, fit.factor, fit.info, x, out)
 
         row_sums = _pcg(matvec, precond, ones)
         diag = 1.0 / precond
@@ -278,10 +457,19 @@ def relative_variance(fit: LogisticFit, data: ByTestCase, component: np.ndarray,
     return np.maximum(diag - 2.0 * row_sums / n_c + total / n_c**2, 0.0)
 
 
+DENSE_GRAM = 1 << 24  # entries: F Fᵀ by a dense product (BLAS, 20× a sparse one on a full design) up to 128 MB of F
+
+
+def _gram(f) -> np.ndarray:
+    """F Fᵀ as a dense array."""
+    if f.shape[0] * f.shape[1] <= DENSE_GRAM:
+        dense = f.toarray()
+        return dense @ dense.T
+    return (f @ f.T).toarray()
+
+
 def _inverse(h: np.ndarray) -> np.ndarray:
     """The inverse of a symmetric positive (semi-)definite matrix: Cholesky's, or the pseudo-inverse where it fails."""
-    from scipy import linalg
-
     try:
         return linalg.cho_solve(linalg.cho_factor(h, lower=True), np.eye(len(h)))
     except linalg.LinAlgError:
@@ -290,10 +478,10 @@ def _inverse(h: np.ndarray) -> np.ndarray:
 
 def solve_hessian(fit: LogisticFit, data: ByTestCase, rhs: np.ndarray) -> np.ndarray:
     """H⁻¹ ``rhs`` for the agents' Hessian of ``fit`` (conjugate gradients)."""
-    precond = K.hessian_diagonal(data.start, data.agent, fit.match_info, fit.curvature, fit.info)
+    precond = K.hessian_diagonal(data.start, data.agent, fit.factor, fit.info)
 
     def matvec(x, out):
-        K.hessian_matvec(data.start, data.agent, fit.match_info, fit.curvature, fit.info, x, out)
+        K.hessian_matvec(data.start, data.agent, fit.factor, fit.info, x, out)
 
     return _pcg(matvec, np.maximum(precond, 1e-12), rhs)
 

@@ -16,7 +16,18 @@ from . import _kernels
 from .frames import Matches, to_flavour
 from .graph import components, warn_if_disconnected
 from .intervals import interval_ranks, z_of
-from .logistic import CENTRE, LOGIT, ByTestCase, LogisticFit, by_test_case, fit_logistic, relative_variance, solve_hessian
+from .logistic import (
+    CENTRE,
+    LOGIT,
+    RASCH,
+    ByTestCase,
+    LogisticFit,
+    LogisticModel,
+    by_test_case,
+    fit_logistic,
+    relative_variance,
+    solve_hessian,
+)
 from .order_reliability import RELIABILITY_COLUMNS, OrderReliability
 from .orders import agent_snapshot_fractions, match_orders, snapshot_ends
 from .result import Fitted, RatingResult
@@ -27,6 +38,7 @@ __all__ = ["fitted_logistic", "gap_steps", "rate_logistic"]
 
 SNAPSHOT_TOLERANCE = 1e-3  # logits (0.17 Elo): a snapshot's fit stops there, or after SNAPSHOT_PASSES passes
 SNAPSHOT_PASSES = 12
+LOGISTIC_MODELS = {model.name: model for model in (RASCH,)}
 
 
 def _is_binary(score: np.ndarray) -> bool:
@@ -38,14 +50,19 @@ def fitted_logistic(m: Matches, settings: RatingSettings, start: LogisticFit | N
     codes); ``passes`` caps its Newton steps (None: to convergence)."""
     _, a_comp, _ = components(m)
     data = by_test_case(m)
-    same = start is not None and len(start.theta) == m.n_agents and len(start.mode) == m.n_test_cases
-    warm = dict(theta=start.theta, tau2=start.tau2, phi=start.phi, mode=start.mode) if same else {}
+    model = LOGISTIC_MODELS[settings.model]
+    same = start is not None and start.model == model.name and len(start.theta) == m.n_agents
+    warm = _warm(start) if same and len(start.mode) == m.n_test_cases else {}
     limit = {} if passes is None else {"max_iterations": passes}
-    fit = fit_logistic(data, a_comp, binary=_is_binary(m.score), **warm, **limit)
+    fit = fit_logistic(data, a_comp, binary=_is_binary(m.score), model=model, **warm, **limit)
     with np.errstate(divide="ignore"):
         agent_sigma = LOGIT / np.sqrt(fit.info)
-    agent_mu = _same_for_same_results(m, CENTRE + LOGIT * fit.theta)
+    agent_mu = _same_for_same_results(m, _elo(fit.theta))
     return Fitted(agent_mu, agent_sigma, CENTRE + LOGIT * fit.beta_mean, LOGIT * np.sqrt(fit.beta_var), fit)
+
+
+def _warm(fit: LogisticFit) -> dict:
+    return dict(theta=fit.theta, variances=fit.variances, phi=fit.phi, mode=fit.mode)
 
 
 def gap_steps(m: Matches, fit: LogisticFit, leader: int, challengers: list[int]) -> list[np.ndarray]:
@@ -72,18 +89,17 @@ def gap_steps(m: Matches, fit: LogisticFit, leader: int, challengers: list[int])
 
 def rate_logistic(m: Matches, settings: RatingSettings, *, warn: bool = True) -> RatingResult:
     """:func:`~agielo_dagster.rating.rate` of a logistic model (``settings.model`` "rasch" or "2pl")."""
-    if settings.model != "rasch":
-        raise NotImplementedError(settings.model)
+    model = LOGISTIC_MODELS[settings.model]
     n, n_a, n_t = len(m), m.n_agents, m.n_test_cases
     n_components, a_comp, t_comp = components(m)
     if warn:
         warn_if_disconnected(n_components, a_comp, m.agent_ids, "rate")
     binary = _is_binary(m.score)
     data = by_test_case(m)
-    fit = fit_logistic(data, a_comp, binary=binary)
+    fit = fit_logistic(data, a_comp, binary=binary, model=model)
     # binary scores: the model's own variance; graded ones: the sandwich (their variance is not the model's)
     sd = LOGIT * np.sqrt(relative_variance(fit, data, a_comp, sandwich=not binary))
-    a_mu = _same_for_same_results(m, CENTRE + LOGIT * fit.theta)
+    a_mu = _same_for_same_results(m, _elo(fit.theta))
     sd = _same_for_same_results(m, sd)
     z = z_of(settings.level)
     lo, hi = a_mu - z * sd, a_mu + z * sd
@@ -118,7 +134,7 @@ def rate_logistic(m: Matches, settings: RatingSettings, *, warn: bool = True) ->
             "component": t_comp,
         }
     )
-    snapshots, reliability = _snapshots(m, data, fit, a_comp, settings, binary)
+    snapshots, reliability = _snapshots(m, data, fit, a_comp, settings, binary, model)
     flavour = m.flavour
     return RatingResult(
         test_cases=with_ids(test_cases, m.test_case_ids, flavour),
@@ -130,6 +146,13 @@ def rate_logistic(m: Matches, settings: RatingSettings, *, warn: bool = True) ->
         n_components=n_components,
         fitted=Fitted(a_mu, LOGIT / np.sqrt(fit.info), t_mu, LOGIT * np.sqrt(fit.beta_var), fit),
     )
+
+
+def _elo(theta: np.ndarray) -> np.ndarray:
+    """Ratings in Elo to the micro-Elo, far finer than the fit's tolerance (1.7e-4 Elo) and far coarser than its
+    rounding: agents equal in exact arithmetic (results alike up to the test cases' names) come out equal, not a
+    last bit apart (which put one first, at random, in a tie)."""
+    return np.round(CENTRE + LOGIT * theta, 6)
 
 
 def _same_for_same_results(m: Matches, values: np.ndarray) -> np.ndarray:
@@ -163,7 +186,15 @@ def _subset(data: ByTestCase, keep: np.ndarray) -> tuple[ByTestCase, np.ndarray]
     return ByTestCase(start, data.agent[keep], data.score[keep], data.n_agents), played
 
 
-def _snapshots(m: Matches, data: ByTestCase, fit: LogisticFit, a_comp: np.ndarray, settings: RatingSettings, binary: bool):
+def _snapshots(
+    m: Matches,
+    data: ByTestCase,
+    fit: LogisticFit,
+    a_comp: np.ndarray,
+    settings: RatingSettings,
+    binary: bool,
+    model: LogisticModel,
+):
     """The snapshot table and the reliability table (None without ``with_reliability``)."""
     n, n_a, n_t = len(m), m.n_agents, m.n_test_cases
     a_fractions = agent_snapshot_fractions(settings.snapshot_fractions, n, n_a)
@@ -187,13 +218,20 @@ def _snapshots(m: Matches, data: ByTestCase, fit: LogisticFit, a_comp: np.ndarra
             theta, beta, beta_var, part = fit.theta, fit.beta_mean, fit.beta_var, np.arange(n_t)
         else:
             sub, part = _subset(data, place < end)
-            warm = {} if start is None else dict(theta=start.theta, tau2=start.tau2, phi=start.phi)
+            warm = {} if start is None else dict(theta=start.theta, variances=start.variances, phi=start.phi)
             start = fit_logistic(
-                sub, a_comp, binary=binary, quadrature=False, tolerance=SNAPSHOT_TOLERANCE, max_iterations=SNAPSHOT_PASSES, **warm
+                sub,
+                a_comp,
+                binary=binary,
+                model=model,
+                quadrature=False,
+                tolerance=SNAPSHOT_TOLERANCE,
+                max_iterations=SNAPSHOT_PASSES,
+                **warm,
             )
             theta, beta, beta_var = start.theta, start.beta_mean, start.beta_var
         a_played = np.bincount(m.agent[order[:end]], minlength=n_a)
-        mu = np.where(a_played > 0, CENTRE + LOGIT * theta, np.nan)
+        mu = np.where(a_played > 0, _elo(theta), np.nan)
         t_mu = np.full(n_t, np.nan)
         t_mu[part] = CENTRE + LOGIT * beta
         t_sd = np.full(n_t, np.nan)
