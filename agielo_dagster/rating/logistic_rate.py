@@ -33,12 +33,13 @@ from .orders import agent_snapshot_fractions, match_orders, snapshot_ends
 from .result import Fitted, RatingResult
 from .settings import RatingSettings
 from .tables import from_arrow, snapshot_table, with_ids
+from .twopl import TWOPL
 
 __all__ = ["fitted_logistic", "gap_steps", "rate_logistic"]
 
 SNAPSHOT_TOLERANCE = 1e-3  # logits (0.17 Elo): a snapshot's fit stops there, or after SNAPSHOT_PASSES passes
 SNAPSHOT_PASSES = 12
-LOGISTIC_MODELS = {model.name: model for model in (RASCH,)}
+LOGISTIC_MODELS = {model.name: model for model in (RASCH, TWOPL)}
 
 
 def _is_binary(score: np.ndarray) -> bool:
@@ -134,6 +135,11 @@ def rate_logistic(m: Matches, settings: RatingSettings, *, warn: bool = True) ->
             "component": t_comp,
         }
     )
+    if model is TWOPL:  # the discrimination's posterior given the agents: mean ± z sd
+        alpha, alpha_sd = fit.mean[:, 1], np.sqrt(fit.var[:, 1])
+        test_cases.insert(3, "discrimination", alpha)
+        test_cases.insert(4, "discrimination_lo", alpha - z * alpha_sd)
+        test_cases.insert(5, "discrimination_hi", alpha + z * alpha_sd)
     snapshots, reliability = _snapshots(m, data, fit, a_comp, settings, binary, model)
     flavour = m.flavour
     return RatingResult(

@@ -16,6 +16,7 @@ def simulate_matches(
     seed: int = 0,
     outcome: str = "binary",
     coverage: float = 1.0,
+    discrimination: ArrayLike | None = None,
 ) -> pd.DataFrame:
     """Matches of every agent on every test case, drawn from the AGI-Elo model.
 
@@ -30,6 +31,8 @@ def simulate_matches(
         credit in quarters, mean E[S]); ``expected`` uses S = E[S] itself.
     coverage : float
         Share of the (agent, test case) pairs kept, at random.
+    discrimination : array_like, optional
+        Each test case's discrimination α (the 2PL): E[S] = 1 / (1 + 10^(−α (agent − test case)/400)); default 1.
 
     Returns
     -------
@@ -44,7 +47,8 @@ def simulate_matches(
     if coverage < 1.0:
         keep = rng.random(len(a_idx)) < coverage
         a_idx, t_idx = a_idx[keep], t_idx[keep]
-    p = 1.0 / (1.0 + 10.0 ** ((t_true[t_idx] - a_true[a_idx]) / 400.0))
+    alpha = np.ones(len(t_true)) if discrimination is None else np.asarray(discrimination, dtype=np.float64)
+    p = 1.0 / (1.0 + 10.0 ** (alpha[t_idx] * (t_true[t_idx] - a_true[a_idx]) / 400.0))
     if outcome == "binary":
         score = (rng.random(len(p)) < p).astype(np.float64)
     elif outcome == "graded":

@@ -12,7 +12,7 @@ from agielo_dagster.rating.orders import match_orders, snapshot_ends
 from agielo_dagster.rating.ratings import fitted_ratings
 from agielo_dagster.rating.simulate import simulate_matches
 
-LOGISTIC = ["rasch"]
+LOGISTIC = ["rasch", "2pl"]
 QUICK = dict(with_reliability=False, snapshot_fractions=(1.0,), test_case_snapshot_fractions=(1.0,))
 DISCRIMINATION = ["discrimination", "discrimination_lo", "discrimination_hi"]
 
@@ -82,3 +82,97 @@ def test_laplaces_fit_solves_the_equation_of_tau():
     equation = 0.5 * (second / fit.tau2 - m.n_test_cases) - a0 + b0 / fit.tau2
     assert abs(equation) < 0.01 * np.sqrt(m.n_test_cases)
     assert fit.tau2 > 2 * PRIOR_SCALE**2  # 700 Elo, from a start at 400
+
+
+def test_discriminations_follow_the_truth():
+    matches, _, alpha = _two_pl(1)
+    cases = rate(matches, model="2pl", **QUICK).test_cases
+    d = _by_index(cases, "discrimination", "test_case")
+    assert np.corrcoef(d, alpha)[0, 1] > 0.6
+    assert (cases["discrimination_lo"] < cases["discrimination"]).all()
+    assert (cases["discrimination"] < cases["discrimination_hi"]).all()
+    # the rasch cannot tell them apart: its ratings of the same agents are off the 2PL's
+    assert "discrimination" not in rate(matches, **QUICK).test_cases
+
+
+def test_agent_intervals_cover_at_about_their_level():
+    # discriminations from the model's own law (lognormal ones move its scale: benchmarks/coverage_2pl.py)
+    covered, alpha_covered = [], []
+    for seed in (1, 2, 3):
+        matches, theta, alpha = _two_pl(seed, law="normal")
+        result = rate(matches, model="2pl", **QUICK)
+        mu, lo, hi = (_by_index(result.agents, c, "agent") for c in ("mu", "mu_lo", "mu_hi"))
+        shifted = theta + (mu.mean() - theta.mean())
+        covered.append((lo <= shifted) & (shifted <= hi))
+        d_lo, d_hi = (_by_index(result.test_cases, c, "test_case") for c in DISCRIMINATION[1:])
+        alpha_covered.append((d_lo <= alpha) & (alpha <= d_hi))
+    assert 0.88 <= np.concatenate(covered).mean() <= 1.0
+    assert 0.88 <= np.concatenate(alpha_covered).mean() <= 0.99
+
+
+def test_on_rasch_data_the_discriminations_sit_near_one():
+    matches, _, _ = _two_pl(4, law="rasch")
+    cases = rate(matches, model="2pl", **QUICK).test_cases
+    assert np.median(np.abs(cases["discrimination"] - 1.0)) < 0.1
+    assert ((cases["discrimination_lo"] <= 1.0) & (1.0 <= cases["discrimination_hi"])).mean() >= 0.95
+
+
+def test_a_reversed_test_case_gets_a_discrimination_interval_below_zero():
+    # a wrong reference answer: every agent's result on one test case reversed, so that stronger agents fail it
+    # (a typical one: half the agents solved it, its discrimination at least the mean's)
+    matches, _, alpha = _two_pl(5)
+    rates = matches.groupby("test_case_id")["score"].mean()
+    rates = rates[alpha[rates.index.str.split("_").str[1].astype(int)] >= 1.0]
+    reversed_case = (rates - 0.5).abs().idxmin()
+    wrong = matches["test_case_id"] == reversed_case
+    matches.loc[wrong, ["metric", "score"]] = 1.0 - matches.loc[wrong, ["metric", "score"]]
+    cases = rate(matches, model="2pl", **QUICK).test_cases.set_index("test_case_id")
+    assert cases.loc[reversed_case, "discrimination_hi"] < 0.0
+    assert (cases.drop(reversed_case)["discrimination_hi"] > 0.0).all()
+
+
+def test_perfect_and_zero_scores_stay_finite():
+    matches, _, _ = _two_pl(6, n_agents=12, n_test_cases=30)
+    matches.loc[matches["agent_id"] == "agent_00", ["metric", "score"]] = 1.0
+    matches.loc[matches["agent_id"] == "agent_01", ["metric", "score"]] = 0.0
+    matches.loc[matches["test_case_id"] == "tc_00", ["metric", "score"]] = 1.0
+    matches.loc[matches["test_case_id"] == "tc_01", ["metric", "score"]] = 0.0
+    result = rate(matches, model="2pl", **QUICK)
+    agents, cases = result.agents.set_index("agent_id"), result.test_cases.set_index("test_case_id")
+    assert np.isfinite(agents[["mu", "sigma", "mu_lo", "mu_hi"]].to_numpy()).all()
+    assert np.isfinite(cases[["mu", "sigma", *DISCRIMINATION]].to_numpy()).all()
+    assert agents["mu"].idxmax() == "agent_00" and agents["mu"].idxmin() == "agent_01"
+    assert cases["mu"].idxmin() == "tc_00" and cases["mu"].idxmax() == "tc_01"
+    assert agents["sigma"].max() < 1000.0
+
+
+def test_the_same_results_give_the_same_bits_under_any_row_order_and_seed():
+    matches, _, _ = _two_pl(7, n_agents=15, n_test_cases=60)
+    # a twin of agent_00 and one of tc_00: the same results, other names
+    matches = pd.concat([matches, matches[matches["agent_id"] == "agent_00"].assign(agent_id="agent_99")])
+    matches = pd.concat([matches, matches[matches["test_case_id"] == "tc_00"].assign(test_case_id="tc_99")])
+    matches = matches.reset_index(drop=True)
+    first = rate(matches, model="2pl", seed=1, **QUICK)
+    shuffled = matches.sample(frac=1.0, random_state=3).reset_index(drop=True)
+    second = rate(shuffled, model="2pl", seed=9, **QUICK)
+    by = {"agents": "agent_id", "test_cases": "test_case_id"}
+    for table, key in by.items():
+        a = getattr(first, table).set_index(key).sort_index()
+        b = getattr(second, table).set_index(key).sort_index()
+        pd.testing.assert_frame_equal(a, b, check_exact=True)
+    agents = first.agents.set_index("agent_id")
+    assert agents.loc["agent_00", ["mu", "sigma"]].tolist() == agents.loc["agent_99", ["mu", "sigma"]].tolist()
+    cases = first.test_cases.set_index("test_case_id")
+    columns = ["mu", "sigma", *DISCRIMINATION]
+    assert cases.loc["tc_00", columns].tolist() == cases.loc["tc_99", columns].tolist()
+
+
+def test_graded_scores_rate_with_a_discrimination():
+    rng = np.random.default_rng(8)
+    alpha = rng.lognormal(0.0, 0.5, 150)
+    matches = simulate_matches(
+        rng.normal(1500, 400, 150), rng.normal(1500, 400, 30), seed=8, outcome="graded", discrimination=alpha
+    )
+    result = rate(matches, model="2pl", **QUICK)
+    assert np.isfinite(result.agents[["mu", "sigma"]].to_numpy()).all()
+    assert np.corrcoef(_by_index(result.test_cases, "discrimination", "test_case"), alpha)[0, 1] > 0.6
