@@ -58,7 +58,6 @@ LAPLACE_UNTIL = 0.05  # logits: the coarse rule until the steps are this short, 
 LAPLACE_PASSES = 8
 MAX_STEP = 2.0  # logits: a longer Newton step is shortened to this
 MAX_ITERATIONS = 200
-HALVINGS = 6  # of a step that raises the Newton decrement, before it is taken anyway (Jeffreys' term is projected)
 
 
 @dataclass(frozen=True)
@@ -338,9 +337,6 @@ def fit_logistic(
     factor = np.empty((n, len(model.scales)))
     a0, b0 = PRIOR_WEIGHT / 2.0, PRIOR_WEIGHT * scales**2 / 2.0
     n_components = int(component.max(initial=-1)) + 1
-    # the equations' Newton decrement (½ gᵀH⁻¹g) decides whether a step is taken: a step that raises it is halved
-    # (Jeffreys' term, projected, is an adjusted score rather than a gradient: the equations, not a likelihood, are solved)
-    before = None  # (decrement, θ, variances, the step from there, halvings so far): where the last step started
     iteration = 0
     while iteration < max_iterations:
         iteration += 1
@@ -366,19 +362,11 @@ def fit_logistic(
         border = np.array([_pcg(matvec, precond, c) for c in cross])
         step_v = _newton_step(curv_v - cross @ border.T, grad_v + cross @ step, fisher_v)
         step += step_v @ border
-        decrement = 0.5 * (grad @ step + grad_v @ step_v)
-        if before is not None and decrement > before[0] * (1.0 + 1e-9) + 1e-12 and before[4] < HALVINGS:
-            _, theta_0, variances_0, (step_0, step_v0), halvings = before
-            step_0, step_v0 = 0.5 * step_0, 0.5 * step_v0
-            before = (before[0], theta_0, variances_0, (step_0, step_v0), halvings + 1)
-            theta, variances = theta_0 + step_0, variances_0 * np.exp(step_v0)
-            continue
         agent_var = 1.0 / info  # the next pass's leverages
         longest = max(np.abs(step).max(initial=0.0), np.abs(step_v).max())
         if longest > MAX_STEP:
             step *= MAX_STEP / longest
             step_v *= MAX_STEP / longest
-        before = (decrement, theta, variances, (step, step_v), 0)
         theta = theta + step
         variances = variances * np.exp(step_v)
         moved = 0.0
@@ -386,10 +374,9 @@ def fit_logistic(
             phi_next = max(post.pearson / n, 1e-6)
             moved = abs(math.log(phi_next / phi))
             phi = phi_next
-            before = None if moved > tolerance else before  # another φ, other equations
         coarse = rule is model.coarse and model.coarse is not model.fine
         if coarse and quadrature and (max(longest, moved) < LAPLACE_UNTIL or iteration >= LAPLACE_PASSES):
-            rule, before = model.fine, None  # the quadrature's equations from here
+            rule = model.fine
         elif (not coarse or not quadrature) and max(longest, moved) < tolerance:
             break
     return LogisticFit(model.name, theta, post.mean, post.var, variances, phi, iteration, info, factor, match_score, mode)
