@@ -139,7 +139,7 @@ def test_the_nightly_job_and_a_plan_take_unplaced_and_provisional_agents_in_thei
     config = {
         **QUIET,
         "ops": {
-            "rating_uncertainty": {"config": {"resamples": 10, "orders": 2}},
+            "rating_uncertainty": {"config": {"resamples": 10}},
             "upload_ledger": {"config": {"rerate": True}},
         },
     }

@@ -18,7 +18,7 @@ def test_nightly_job_compares_estimators_and_bounds_uncertainty(daemon, root):
     config = {
         **QUIET,
         "ops": {
-            "rating_uncertainty": {"config": {"resamples": 40, "orders": 3}},
+            "rating_uncertainty": {"config": {"resamples": 40}},
             "upload_ledger": {"config": {"rerate": True}},
         },
     }
@@ -29,7 +29,7 @@ def test_nightly_job_compares_estimators_and_bounds_uncertainty(daemon, root):
     assert len(comparison) == 6  # 4 methods, every pair
     assert (comparison["kendall_tau"] > 0.6).all() and (comparison["top_k_agreement"] == 1.0).all()
     uncertainty = pd.read_parquet(root / "warehouse/rating_uncertainty/quiz.parquet")
-    assert set(uncertainty["quantity"]) == {"rating", "gap_50", "gap_90", "gap_99", "plackett_luce", "rating_across_orders"}
+    assert set(uncertainty["quantity"]) == {"rating", "gap_50", "gap_90", "gap_99", "plackett_luce"}
     ratings = uncertainty[uncertainty["quantity"] == "rating"].set_index("agent_id")
     assert (ratings["low"] < ratings["high"]).all()
     assert ratings.loc["agent_3", "low"] > ratings.loc["agent_0", "high"]  # 750 points apart: clearly separated
@@ -41,8 +41,8 @@ def test_nightly_job_compares_estimators_and_bounds_uncertainty(daemon, root):
     assert heldout["agielo", "brier"] < heldout["agent_mean", "brier"]
     # the metadata carry the headline: the default prediction against the baselines, and a verdict
     check = result.asset_materializations_for_node("reliability_heldout")[0].metadata
-    assert check["measure"].value == "log_loss" and check["default_method"].value == "agielo"
-    assert check["default"].value == round(heldout["agielo", "log_loss"], 4)
+    assert check["measure"].value == "log_loss" and check["default_method"].value == "agielo_population"
+    assert check["default"].value == round(heldout["agielo_population", "log_loss"], 4)
     assert check["test_case_mean"].value == round(heldout["test_case_mean", "log_loss"], 4)
     assert check["additive"].value == round(heldout["additive", "log_loss"], 4)
     assert check["verdict"].value == "ok"  # simulated from the logistic model: AGI-Elo ties the Rasch fit
@@ -107,11 +107,3 @@ def test_a_malformed_judgment_set_is_rejected_by_rule_without_failing_the_run(da
     (check,) = run.get_asset_check_evaluations()
     assert check.check_name == "judgments_accepted" and not check.passed
     assert pd.read_parquet(root / "warehouse/difficulty_judgments/broken.parquet").empty
-
-
-def test_the_uncertainty_config_reads_orders_and_still_its_old_name_shuffles():
-    from agielo_dagster.assets.estimators import UncertaintyConfig, _orders_of
-
-    assert _orders_of(UncertaintyConfig(orders=3)) == 3
-    with pytest.deprecated_call(match="'shuffles' is now 'orders'"):
-        assert _orders_of(UncertaintyConfig(shuffles=5)) == 5

@@ -11,7 +11,7 @@ from .conftest import QUIET, failures, write_benchmark, write_log
 NIGHTLY = {
     **QUIET,
     "ops": {
-        "rating_uncertainty": {"config": {"resamples": 20, "orders": 2}},
+        "rating_uncertainty": {"config": {"resamples": 20}},
         "upload_ledger": {"config": {"rerate": True}},
     },
 }

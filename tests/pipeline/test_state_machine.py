@@ -105,7 +105,7 @@ SPECS = {
 NIGHTLY = {
     **QUIET,
     "ops": {
-        "rating_uncertainty": {"config": {"resamples": 10, "orders": 2}},
+        "rating_uncertainty": {"config": {"resamples": 10}},
         "upload_ledger": {"config": {"rerate": True}},
     },
 }
