@@ -376,6 +376,19 @@ def _leaders(gaps) -> str:
     return f"{headline(gaps)}; rated {top:.0f} to {bottom:.0f}, gap to oracle@50% {lo:.0f} to {hi:.0f}"
 
 
+def console() -> None:
+    """The ``agielo`` command: :func:`main`, then an exit that skips the interpreter's teardown of every module Dagster,
+    pandas and great_expectations loaded (0.5–0.6 CPU-s and about 1 s of wall time after the summary is printed, on
+    2026-11-28's 2-core machine); the summary's elapsed time is then the command's."""
+    code = main()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (BrokenPipeError, ValueError):
+        pass
+    os._exit(code)
+
+
 def main(argv: list[str] | None = None) -> int:
     """The command line; a closed stdout (``agielo run | head``) ends it quietly with the run's own exit code."""
     try:
@@ -553,4 +566,4 @@ def run_query(args) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    console()

@@ -179,8 +179,7 @@ def main() -> None:
     work = args.keep or Path(tempfile.mkdtemp(prefix="agielo-latency-"))
     work.mkdir(parents=True, exist_ok=True)
     root, home = work / "data", work / "home"
-    home.mkdir(exist_ok=True)
-    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    home.mkdir(exist_ok=True)  # its dagster.yaml is the one `agielo run` writes into a new home
     env = {**os.environ, "DAGSTER_HOME": str(home), "AGIELO_STORAGE": str(root), "AGIELO_TIMEZONE": "Pacific/Kiritimati"}
     (root / "raw" / BENCHMARK).mkdir(parents=True, exist_ok=True)
     (root / "raw" / BENCHMARK / "benchmark.yaml").write_text("metric: correct\nscoring: identity\n")
