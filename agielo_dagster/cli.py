@@ -24,6 +24,7 @@ import os
 import sys
 import time
 import traceback
+import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -149,7 +150,11 @@ def definitions_for(root: str, endpoint_url: str | None, max_upload_bytes: int) 
     from .resources.storage import ObjectStorage
 
     storage = ObjectStorage(root=root, endpoint_url=endpoint_url, max_upload_bytes=max_upload_bytes)
-    return build_definitions(storage, executor=dg.in_process_executor)
+    defs = build_definitions(storage, executor=dg.in_process_executor)
+    with warnings.catch_warnings():  # Dagster warns on its own copy of the sensors (their `owners`) as it resolves them
+        warnings.simplefilter("ignore", dg.BetaWarning)
+        defs.resolve_all_asset_specs()
+    return defs
 
 
 def job_for(name: str, root: str, endpoint_url: str | None, max_upload_bytes: int) -> dg.JobDefinition:
@@ -188,14 +193,18 @@ def execute(
     )
 
 
-def _wait_for_other_runs(instance: dg.DagsterInstance, benchmark: str, timeout: float = 3600.0, poll: float = 0.5) -> None:
-    """Wait while a run of the benchmark started elsewhere (the daemon, another process) is queued or in progress."""
+def _waited_for_other_runs(instance: dg.DagsterInstance, benchmark: str, timeout: float = 3600.0, poll: float = 0.5) -> bool:
+    """Wait while a run of the benchmark started elsewhere (the daemon, another process) is queued or in progress;
+    whether there was one."""
     from .runs import benchmark_runs_in_progress, fail_orphaned_runs
 
     deadline = time.monotonic() + timeout
+    waited = False
     while benchmark_runs_in_progress(instance, benchmark) and time.monotonic() < deadline:
+        waited = True
         time.sleep(poll)
         fail_orphaned_runs(instance, benchmark)
+    return waited
 
 
 @threads.one_blas_thread()
@@ -213,6 +222,7 @@ def run_pipeline(
     from .assets.partitions import benchmark_partitions
     from .assets.sources import incoming_logs
     from .domain.judgments import stale_judgment_sets
+    from .freshness import Records
     from .housekeeping import tidy
     from .pending import (
         assets_defs_of,
@@ -222,6 +232,7 @@ def run_pipeline(
         observe_problems,
         quarantine_stale,
         rating_keys,
+        rating_records,
         rating_selection,
     )
     from .runs import BENCHMARK_TAG, fail_orphaned_runs
@@ -248,9 +259,11 @@ def run_pipeline(
         known = set(instance.get_dynamic_partitions(benchmark_partitions.name))
         if new := sorted(set(observed.benchmarks) - known):
             instance.add_dynamic_partitions(benchmark_partitions.name, new)
+        records = rating_records(instance, graph, keys, observed)
         for benchmark in observed.benchmarks:
-            _wait_for_other_runs(instance, benchmark)
-            selection = rating_selection(instance, graph, keys, benchmark, observed)
+            if _waited_for_other_runs(instance, benchmark):
+                records = Records(instance)  # those runs wrote records: ask again
+            selection = rating_selection(records, graph, keys, benchmark, observed)
             if not selection:
                 continue
             result = execute(

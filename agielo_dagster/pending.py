@@ -20,7 +20,7 @@ from .assets.sources import SOURCES, incoming_logs, raw_uploads, upload_problems
 from .domain.inputs import NO_LOGS, Listing, RawTopLevel, benchmark_listings, incoming_digest, problems_digest, scan_raw
 from .domain.layout import INCOMING_LEDGER
 from .domain.store import Store
-from .freshness import DATA_VERSION, Graph, latest_data_version, why_stale
+from .freshness import DATA_VERSION, Graph, Records, latest_data_version, why_stale
 
 LEDGER = dg.AssetKey("upload_ledger")
 
@@ -80,14 +80,21 @@ def rating_keys(assets_defs) -> list[dg.AssetKey]:
     return graph_of(assets_defs).ordered(chosen)
 
 
+def rating_records(instance: dg.DagsterInstance, graph: Graph, keys: list[dg.AssetKey], observed: Observed) -> Records:
+    """The instance's records that the rating selections of every observed benchmark ask, fetched together."""
+    records = Records(instance)
+    records.prefetch([*keys, raw_uploads.key], sorted(observed.benchmarks), graph.sources)
+    return records
+
+
 def rating_selection(
-    instance: dg.DagsterInstance, graph: Graph, keys: list[dg.AssetKey], benchmark: str, observed: Observed
+    records: Records, graph: Graph, keys: list[dg.AssetKey], benchmark: str, observed: Observed
 ) -> list[dg.AssetKey]:
     """What a run of ``benchmark`` materializes: its stale and missing assets and everything downstream of them ([]
     when it is current). Asked in dependency order, and only of assets not already downstream of a stale one."""
     chosen: set[dg.AssetKey] = {LEDGER} if observed.changed(benchmark) else set()
     for key in keys:
-        if key in chosen or chosen & set(graph.deps.get(key, ())) or why_stale(instance, graph, key, benchmark):
+        if key in chosen or chosen & set(graph.deps.get(key, ())) or why_stale(records, graph, key, benchmark):
             chosen |= {key, *graph.together.get(key, ())}  # a multi-asset runs whole
     return [k for k in keys if k in chosen]
 

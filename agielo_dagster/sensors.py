@@ -21,7 +21,7 @@ from .assets.partitions import benchmark_partitions
 from .domain.judgments import judgment_sets
 from .housekeeping import has_temporaries, tidy_warehouse, vanished
 from .jobs import convert_incoming, rank_judgments, rate_benchmarks, report_quarantine
-from .pending import graph_of, incoming_stale, observe, quarantine_stale, rating_keys, rating_selection
+from .pending import graph_of, incoming_stale, observe, quarantine_stale, rating_keys, rating_records, rating_selection
 from .resources.storage import ObjectStorage
 from .runs import BENCHMARK_TAG, STATE_TAG, TRIGGER_TAG, WAITING, fail_orphaned_runs
 
@@ -57,20 +57,21 @@ def benchmarks_sensor(context: dg.SensorEvaluationContext, storage: ObjectStorag
     assets_defs = set(context.repository_def.assets_defs_by_key.values())
     graph, keys = graph_of(assets_defs), rating_keys(assets_defs)
     requests, busy = [], 0
+    records = rating_records(instance, graph, keys, observed)
     for benchmark, listing in observed.benchmarks.items():
         if listing.settling:
             busy += 1
             continue
-        selection = rating_selection(instance, graph, keys, benchmark, observed)
+        selection = rating_selection(records, graph, keys, benchmark, observed)
         if not selection:
             continue
-        records = list(instance.get_run_records(dg.RunsFilter(tags={BENCHMARK_TAG: benchmark}), limit=20))
-        if any(r.dagster_run.status in WAITING for r in records):
+        runs = list(instance.get_run_records(dg.RunsFilter(tags={BENCHMARK_TAG: benchmark}), limit=20))
+        if any(r.dagster_run.status in WAITING for r in runs):
             busy += 1
             continue
         key = state_key(listing.digest, selection, graph.code_versions)
         failed = sum(
-            r.dagster_run.status == dg.DagsterRunStatus.FAILURE and r.dagster_run.tags.get(STATE_TAG) == key for r in records
+            r.dagster_run.status == dg.DagsterRunStatus.FAILURE and r.dagster_run.tags.get(STATE_TAG) == key for r in runs
         )
         if failed >= MAX_ATTEMPTS:
             busy += 1
