@@ -1,7 +1,10 @@
 """The Dagster code location: assembles assets, checks, jobs, sensors, schedule and resources."""
 
+import importlib
 import os
+import pkgutil
 import warnings
+from pathlib import Path
 
 import dagster as dg
 
@@ -9,7 +12,9 @@ from . import allocator, threads  # noqa: F401 - first of the package: thread en
 
 # isort: split
 from . import assets as asset_modules
-from .jobs import convert_incoming, plan_placement, rank_judgments, rate_benchmarks, rate_benchmarks_nightly, report_quarantine
+from .assets.sources import SOURCES
+from .domain.lineage import code_version
+from .jobs import JOBS
 from .resources.storage import ObjectStorage
 from .resources.warehouse import WarehouseIOManager
 from .schedules import nightly_rerate
@@ -18,6 +23,21 @@ from .sensors import benchmarks_sensor, judgments_sensor
 # found, not listed: every asset and asset check of the assets package (a new module there is picked up)
 ASSETS = dg.load_assets_from_package_module(asset_modules)
 ASSET_CHECKS = dg.load_asset_checks_from_package_module(asset_modules)
+MODULE_OF = {
+    str(Path(module.__file__).resolve()): module.__name__
+    for info in pkgutil.iter_modules(asset_modules.__path__)
+    for module in [importlib.import_module(f"{asset_modules.__name__}.{info.name}")]
+}
+
+
+def versioned(spec: dg.AssetSpec) -> dg.AssetSpec:
+    """The spec with the code version of what its asset runs: its module, the modules that imports, and the IO manager
+    that writes it (``domain/lineage.py``); its module is the one its code reference names."""
+    if spec.key in SOURCES:
+        return spec
+    (reference,) = spec.metadata["dagster/code_references"].code_references
+    module = MODULE_OF[str(Path(reference.file_path).resolve())]
+    return spec.replace_attributes(code_version=code_version(module, "agielo_dagster.resources.warehouse"))
 
 
 def executor_from_environment() -> dg.ExecutorDefinition:
@@ -40,21 +60,22 @@ def executor_from_environment() -> dg.ExecutorDefinition:
     return celery_executor.configured({"broker": broker, "backend": broker}, name="celery")
 
 
-def build_definitions(storage: ObjectStorage | None = None) -> dg.Definitions:
-    """The definitions over a storage root (``AGIELO_STORAGE`` or ``./agielo_data`` by default)."""
+def build_definitions(storage: ObjectStorage | None = None, executor: dg.ExecutorDefinition | None = None) -> dg.Definitions:
+    """The definitions over a storage root (``AGIELO_STORAGE`` or ``./agielo_data`` by default); the executor is
+    ``AGIELO_EXECUTOR``'s unless given (``agielo run`` runs every step in its own process)."""
     storage = storage or ObjectStorage()
     with warnings.catch_warnings():
         # code references are the one beta API used on purpose: they link each asset to its source in the UI
         warnings.simplefilter("ignore", dg.BetaWarning)
-        assets = dg.with_source_code_references(ASSETS)
+        assets = dg.map_asset_specs(versioned, dg.with_source_code_references(ASSETS))
     return dg.Definitions(
         assets=assets,
         asset_checks=ASSET_CHECKS,
-        jobs=[convert_incoming, plan_placement, rate_benchmarks, rate_benchmarks_nightly, rank_judgments, report_quarantine],
+        jobs=JOBS,
         sensors=[benchmarks_sensor, judgments_sensor],
         schedules=[nightly_rerate],
         resources={"storage": storage, "warehouse_io_manager": WarehouseIOManager(storage=storage)},
-        executor=executor_from_environment(),
+        executor=executor or executor_from_environment(),
     )
 
 

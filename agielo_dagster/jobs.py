@@ -1,11 +1,14 @@
-"""Jobs: rating a benchmark (ingest included), the nightly re-rating, the quarantine report, judgments."""
+"""Jobs: rating a benchmark (ingest included), the nightly re-rating, the quarantine report, judgments, tidying."""
 
 import dagster as dg
 
 from .assets.common import RUN_TAG
 from .hooks import RELEASE_MEMORY
+from .housekeeping import tidy_warehouse
+from .runs import RERATE_TAG
 
-# a benchmark's run: its ledger first (which ends the run early when nothing is stale), then every output tagged for it
+# a benchmark's run: its ledger first, then every output tagged for it (the match table's step ends the run early
+# when the ledger's data version, the accepted inputs, did not change: assets/matches.py)
 LEDGER = dg.AssetSelection.assets("upload_ledger") | dg.AssetSelection.checks_for_assets("upload_ledger")
 RATE_SELECTION = LEDGER | dg.AssetSelection.tag(RUN_TAG, "rating")
 
@@ -14,13 +17,13 @@ rate_benchmarks = dg.define_asset_job(
     selection=RATE_SELECTION,
     hooks=RELEASE_MEMORY,
     description="Bring a benchmark up to date: validate new or changed uploads, then rebuild its match table, "
-    "ratings, reliability report, competency gaps and report, only if its inputs changed.",
+    "ratings, reliability report, competency gaps and report when the accepted uploads changed.",
 )
 
 rate_benchmarks_nightly = dg.define_asset_job(
     "rate_benchmarks_nightly",
     selection=RATE_SELECTION | dg.AssetSelection.tag(RUN_TAG, "nightly"),
-    config={"ops": {"upload_ledger": {"config": {"rerate": True}}}},
+    tags={RERATE_TAG: "true"},
     hooks=RELEASE_MEMORY,
     description="Everything rate_benchmarks does, always re-rating, plus estimator comparison and bootstrap uncertainty.",
 )
@@ -44,3 +47,13 @@ rank_judgments = dg.define_asset_job(
     selection=dg.AssetSelection.assets("difficulty_judgments"),
     description="HodgeRank a set of pairwise difficulty judgments.",
 )
+
+JOBS = [
+    convert_incoming,
+    plan_placement,
+    rate_benchmarks,
+    rate_benchmarks_nightly,
+    rank_judgments,
+    report_quarantine,
+    tidy_warehouse,
+]

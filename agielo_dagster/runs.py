@@ -1,21 +1,19 @@
-"""Runs of one benchmark never overlap, and a killed run never blocks the next one.
+"""A killed run never blocks the next one: runs name their process, and a run whose process is gone is failed.
 
-Every rating run carries the tag ``agielo/benchmark``. Its first step records which process runs
-it (``agielo/host``, ``agielo/pid``) and waits for the runs of the same benchmark that started
-before it; then it asks whether the benchmark is still stale, so a benchmark changed once is rated
-once, whether the daemon, ``agielo run`` or both started a run for it. A run left ``STARTED`` by a
-killed process (``kill -9`` of ``agielo run``, a crashed worker) is marked failed by whoever next
-looks, when its process is gone from this host; runs on other hosts are left to Dagster's own run
-monitoring. Only a step that runs in its run's own process (the in-process executors) names its
-process: a step on a Celery worker does not, since that worker outlives the step and the run goes on
-elsewhere, so its pid says nothing about whether the run is alive.
+Every rating run carries the tag ``agielo/benchmark``, and names the process it runs in (``agielo/host``,
+``agielo/pid``): ``agielo run`` when it creates the run, a run launched by the daemon when its storage resource
+starts (:meth:`ObjectStorage.setup_for_execution`). A run left ``STARTED`` by a killed process (``kill -9`` of
+``agielo run``, of a run's process) is marked failed by whoever next looks (the sensor, ``agielo run``), when its
+process is gone from this host. Dagster's own run monitoring cannot see it: the default run launcher does not
+check its run workers' health, and a run executed in ``agielo run``'s process has no launcher at all. Runs on
+other hosts are left to that monitoring. Only a run whose steps run in its own process (the in-process executor)
+names it: a Celery worker outlives the step, so its pid says nothing about whether the run is alive.
 """
 
 from __future__ import annotations
 
 import os
 import socket
-import time
 
 import dagster as dg
 
@@ -24,9 +22,8 @@ TRIGGER_TAG = "agielo/trigger"
 HOST_TAG = "agielo/host"
 PID_TAG = "agielo/pid"
 STATE_TAG = "agielo/state"
+RERATE_TAG = "agielo/rerate"  # on the nightly job: every step materializes, whether or not its inputs changed
 IN_PROGRESS = [dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING]
-# executors that run every step in the run's own process (Definitions' default, and execute_in_process)
-RUN_PROCESS_EXECUTORS = ("in_process", "execute_in_process_executor")
 WAITING = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, *IN_PROGRESS]
 
 
@@ -76,29 +73,6 @@ def benchmark_runs_in_progress(instance: dg.DagsterInstance, benchmark: str) -> 
     return list(instance.get_run_records(dg.RunsFilter(statuses=WAITING, tags={BENCHMARK_TAG: benchmark})))
 
 
-def claim_benchmark(context: dg.OpExecutionContext, benchmark: str, *, timeout: float = 3600.0, poll: float = 0.5) -> None:
-    """Tag this run with its process, then wait until no run of the benchmark that started earlier is in progress."""
-    instance = context.instance
-    in_run_process = context.job_def.executor_def.name in RUN_PROCESS_EXECUTORS
-    instance.add_run_tags(context.run.run_id, {BENCHMARK_TAG: benchmark, **(process_tags() if in_run_process else {})})
-    mine = instance.get_run_record_by_id(context.run.run_id)
-    my_start = (mine.start_time or mine.create_timestamp.timestamp(), context.run.run_id)
-    deadline = time.monotonic() + timeout
-    announced = False
-    while True:
-        fail_orphaned_runs(instance, benchmark)
-        earlier = [
-            r
-            for r in instance.get_run_records(dg.RunsFilter(statuses=IN_PROGRESS, tags={BENCHMARK_TAG: benchmark}))
-            if r.dagster_run.run_id != context.run.run_id
-            and (r.start_time or r.create_timestamp.timestamp(), r.dagster_run.run_id) < my_start
-        ]
-        if not earlier:
-            return
-        if not announced:
-            context.log.info(f"waiting for run {earlier[0].dagster_run.run_id} of {benchmark!r} to finish")
-            announced = True
-        if time.monotonic() > deadline:
-            context.log.warning(f"run {earlier[0].dagster_run.run_id} of {benchmark!r} is still in progress; going ahead")
-            return
-        time.sleep(poll)
+def steps_in_run_process() -> bool:
+    """Whether this code location runs every step in its run's own process (``AGIELO_EXECUTOR``, in_process by default)."""
+    return (os.environ.get("AGIELO_EXECUTOR", "in_process").strip() or "in_process") == "in_process"

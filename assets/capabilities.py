@@ -100,6 +100,10 @@ def capabilities(context: dg.AssetExecutionContext, storage: ObjectStorage):
     benchmark = context.partition_key
     store = storage.store
     with retried_on_storage_errors(context):
+        if not store.exists(warehouse_path("test_case_ratings", benchmark)):  # withdrawn: no accepted upload left
+            for name in ("test_case_tags", "slice_ratings", "ability_masses"):
+                yield dg.Output(None, name, metadata={"withdrawn": True})
+            return
         tags = benchmark_tags(storage, benchmark)
         summary = read_summary(store, benchmark)
         digest = stored_digest(store, warehouse_path("test_case_ratings", benchmark))

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 import dagster as dg
 import pandas as pd
 
-from agielo_dagster.domain.lineage import RATING_VERSION
+from agielo_dagster.domain.lineage import DIGEST_KEY
 from agielo_dagster.domain.store import StorageError
 
 from .partitions import benchmark_partitions
@@ -29,7 +29,6 @@ def declared(
     description: str,
     group: str,
     *,
-    code_version: str | None = RATING_VERSION,
     kinds=("parquet",),
     tags: dict | None = None,
     stored: bool = True,
@@ -37,12 +36,12 @@ def declared(
     """The settings every asset shares (for ``dg.asset`` and ``dg.AssetOut`` alike): the one way assets are declared.
 
     ``stored``: its output is a table the warehouse IO manager writes; False for an asset that writes its own files
-    and returns a ``MaterializeResult`` (the ledgers).
+    and returns a ``MaterializeResult`` (the ledgers). The code version is the asset's module's, set where the
+    definitions are assembled (``definitions.versioned_assets``).
     """
     return dict(
         **({"io_manager_key": "warehouse_io_manager"} if stored else {}),
         group_name=group,
-        code_version=code_version,
         kinds=set(kinds),
         owners=OWNERS,
         tags=TAGS | (tags or {}),
@@ -79,15 +78,11 @@ def retried_on_storage_errors(context: dg.OpExecutionContext):
 
 def digest_of(table) -> str:
     """The inputs digest an upstream output recorded (pyarrow tables keep their file's metadata)."""
-    from agielo_dagster.domain.status import DIGEST_KEY
-
     return (table.schema.metadata or {}).get(DIGEST_KEY.encode(), b"").decode()
 
 
 def stored_digest(store, path: str) -> str:
     """:func:`digest_of` a stored output, from its parquet footer only (for steps that read their inputs lazily)."""
-    from agielo_dagster.domain.status import DIGEST_KEY
-
     return (store.parquet_metadata(path) or {}).get(DIGEST_KEY, "")
 
 

@@ -38,8 +38,10 @@ def _nightly(description: str) -> dict:
     ),
 )
 def estimator_comparison(
-    context: dg.AssetExecutionContext, match_tables: pd.DataFrame, agent_ratings: pd.DataFrame
-) -> pd.DataFrame:
+    context: dg.AssetExecutionContext, match_tables: pd.DataFrame | None, agent_ratings: pd.DataFrame | None
+) -> pd.DataFrame | None:
+    if match_tables is None or agent_ratings is None:
+        return None  # withdrawn: no accepted upload left
     from scipy.stats import kendalltau, spearmanr
 
     from agielo_dagster.rating import plackett_luce, rate
@@ -89,7 +91,11 @@ def estimator_comparison(
         "Plackett-Luce ratings. Materialized nightly."
     ),
 )
-def rating_uncertainty(context: dg.AssetExecutionContext, config: UncertaintyConfig, match_tables: pd.DataFrame) -> pd.DataFrame:
+def rating_uncertainty(
+    context: dg.AssetExecutionContext, config: UncertaintyConfig, match_tables: pd.DataFrame | None
+) -> pd.DataFrame | None:
+    if match_tables is None:
+        return None  # withdrawn
     from agielo_dagster.rating import bootstrap
 
     table = bootstrap(match_tables, n_resamples=config.resamples, seed=config.seed)
@@ -115,7 +121,9 @@ def rating_uncertainty(context: dg.AssetExecutionContext, config: UncertaintyCon
         "baselines and a verdict. Materialized nightly."
     ),
 )
-def reliability_heldout(context: dg.AssetExecutionContext, storage: ObjectStorage, match_tables) -> pd.DataFrame:
+def reliability_heldout(context: dg.AssetExecutionContext, storage: ObjectStorage, match_tables) -> pd.DataFrame | None:
+    if match_tables is None:
+        return None  # withdrawn
     from agielo_dagster.rating import heldout_check
     from agielo_dagster.rating.heldout import heldout_summary
 

@@ -11,7 +11,6 @@ from agielo_dagster.resources.storage import ObjectStorage
 from agielo_dagster.resources.warehouse import column_schema
 
 from agielo_dagster.domain.incoming import INCOMING_LEDGER, INCOMING_SCHEMA, read_incoming, refresh_incoming
-from agielo_dagster.domain.lineage import INGEST_VERSION
 
 from .common import declared, retried_on_storage_errors
 from .ledger import uploads_table
@@ -41,14 +40,14 @@ def _drops_table(records: list[dict]) -> dg.TableMetadataValue:
 
 
 @dg.asset(
+    deps=["incoming_logs"],
     **declared(
         "Harness logs under incoming/ (lm-evaluation-harness --log_samples folders, Inspect .eval logs, HELM run "
         "folders, Every Eval Ever *_samples.jsonl) turned into ordinary uploads under warehouse/derived/, one per (task, "
         "model), with an inferred benchmark.yaml. One row per drop in warehouse/incoming_ledger.parquet.",
         "ingest",
-        code_version=INGEST_VERSION,
         stored=False,
-    )
+    ),
 )
 def harness_uploads(context: dg.AssetExecutionContext, storage: ObjectStorage) -> dg.MaterializeResult:
     store = storage.store

@@ -1,15 +1,13 @@
 """upload_ledger: one row per file in ``raw/<benchmark>/``: accepted, rejected or refused, and why.
 
-The first step of every rating run. It waits for earlier runs of its benchmark, validates only
-the uploads that changed since the ledger was last written (the input contract, then the
-great_expectations suite), and stores accepted uploads normalized under ``warehouse/accepted/``.
-It materializes when the ledger changed or the benchmark's outputs are stale; otherwise the run
-ends here, having done nothing. The ``uploads_accepted`` check is evaluated in every run, whether
-or not the ledger materializes, and summarizes every benchmark's latest ledger: it fails (as a
-warning: the benchmarks are still rated on their accepted uploads) while any upload of any
-benchmark is rejected or refused, with a benchmark column. Its headline in the UI is therefore the
-state of all benchmarks, never "Skipped" after a run that had nothing to do, nor "Passed" after a
-clean run of one benchmark while another still has rejections.
+The first step of every rating run. It validates only the uploads that changed since the ledger was last written
+(the input contract, then the great_expectations suite), stores accepted uploads normalized under
+``warehouse/accepted/``, and materializes with the benchmark's inputs digest (the accepted uploads, the tag file and
+``benchmark.yaml``) as its data version: a run that only rejects a file leaves that version, and so everything
+downstream, as it was. The ``uploads_accepted`` check is evaluated in every run and summarizes every benchmark's
+latest ledger: it fails (as a warning: the benchmarks are still rated on their accepted uploads) while any upload of
+any benchmark is rejected or refused, with a benchmark column. Its headline in the UI is therefore the state of all
+benchmarks, never "Passed" after a clean run of one benchmark while another still has rejections.
 """
 
 import dagster as dg
@@ -18,12 +16,9 @@ from agielo_dagster.resources.warehouse import column_schema
 
 from agielo_dagster.domain.layout import LEDGER_FOLDER, ledger_path
 from agielo_dagster.domain.ledger import LEDGER_SCHEMA, Ledger, read_summary, refresh_ledger
-from agielo_dagster.domain.lineage import INGEST_VERSION, RATING_VERSION
+from agielo_dagster.domain.lineage import INGEST_VERSION
 from agielo_dagster.domain.quality import failed_expectations
 from agielo_dagster.domain.readers import read_uploads
-from agielo_dagster.domain.status import final_footers, present_benchmarks, rated_digest, withdraw
-from agielo_dagster.outputs import benchmark_outputs
-from agielo_dagster.runs import claim_benchmark
 
 from .common import declared, retried_on_storage_errors
 from .partitions import benchmark_partitions
@@ -31,10 +26,6 @@ from .partitions import benchmark_partitions
 SHOWN_ROWS = 100  # uploads listed in the UI's metadata; the ledger file holds them all
 LOGGED_ROWS = 20
 UPLOAD_COLUMNS = ["path", "status", "rule", "message", "rows", "version"]
-
-
-class LedgerConfig(dg.Config):
-    rerate: bool = False  # re-rate even when the outputs are current (the nightly re-rating sets it)
 
 
 def uploads_table(rows: list[dict], limit: int = SHOWN_ROWS, benchmark_column: bool = False) -> dg.TableMetadataValue:
@@ -64,7 +55,7 @@ UPLOADS_CHECK = "uploads_accepted"
 
 @dg.asset(
     partitions_def=benchmark_partitions,
-    output_required=False,
+    deps=["raw_uploads"],  # by key, as every dependency on another module's asset: its module is not this one's code
     check_specs=[
         dg.AssetCheckSpec(
             UPLOADS_CHECK,
@@ -76,48 +67,28 @@ UPLOADS_CHECK = "uploads_accepted"
     ],
     **declared(
         "The benchmark's uploads, one row per file in raw/<benchmark>/: version, accepted | rejected | refused, "
-        "rows, rule and message. Only new or changed uploads are read. warehouse/upload_ledger/<benchmark>.parquet.",
+        "rows, rule and message. Only new or changed uploads are read. warehouse/upload_ledger/<benchmark>.parquet. "
+        "Its data version is the digest of the accepted inputs.",
         "ingest",
-        code_version=INGEST_VERSION,
         stored=False,
     ),
 )
-def upload_ledger(context: dg.AssetExecutionContext, config: LedgerConfig, storage: ObjectStorage):
+def upload_ledger(context: dg.AssetExecutionContext, storage: ObjectStorage):
     benchmark = context.partition_key
     store = storage.store
-    outputs = benchmark_outputs(context.job_def.asset_layer.asset_graph)
     with retried_on_storage_errors(context):
-        claim_benchmark(context, benchmark)
-        for path in store.remove_temporaries("warehouse"):
-            context.log.info(f"removed a leftover temporary file {path}")
-        if benchmark not in present_benchmarks(store):
-            removed = withdraw(store, benchmark, outputs, everything=True)
-            context.log.info(f"{benchmark} has no inputs left: withdrew {len(removed)} output file(s)")
-            yield uploads_check(store, benchmark)
-            return
         update = refresh_ledger(store, benchmark, read_uploads=read_uploads, quality_suite=failed_expectations)
-        ledger = update.ledger
-        digest = ledger.inputs_digest(RATING_VERSION)
-        rated = rated_digest(final_footers(store, benchmark, outputs))
-        withdrawn = []
-        if not ledger.accepted:
-            withdrawn = withdraw(store, benchmark, outputs)
         for row in update.changed[:LOGGED_ROWS]:  # each log line is an event in the instance: a few, then a count
             level = context.log.info if row["status"] in ("accepted", "removed", "skipped") else context.log.warning
             level(f"{row['status']} {row['message'] or row['path']}")
         if len(update.changed) > LOGGED_ROWS:
             context.log.info(f"… and {len(update.changed) - LOGGED_ROWS} more changed upload(s): see the ledger")
-        if not (update.written or withdrawn or config.rerate or (ledger.accepted and rated != digest)):
-            context.log.info(f"{benchmark}: outputs are current for inputs {digest}; nothing to do")
-            yield uploads_check(store, benchmark)
-            return
-        yield dg.MaterializeResult(
-            metadata=_metadata(store, ledger, update, digest, bool(withdrawn)), data_version=dg.DataVersion(digest)
-        )
+        ledger = update.ledger
+        yield dg.MaterializeResult(metadata=_metadata(store, ledger, update), data_version=dg.DataVersion(ledger.inputs_digest))
         yield uploads_check(store, benchmark)
 
 
-def _metadata(store, ledger: Ledger, update, digest: str, withdrawn: bool) -> dict:
+def _metadata(store, ledger: Ledger, update) -> dict:
     problems = ledger.problems
     return {
         "dagster/row_count": len(ledger.rows),
@@ -130,9 +101,8 @@ def _metadata(store, ledger: Ledger, update, digest: str, withdrawn: bool) -> di
         "validated_in_this_run": update.validated,
         "changed_in_this_run": uploads_table(update.changed),
         "rejected_and_refused": uploads_table(problems),
-        "inputs_digest": digest,
-        "withdrawn": withdrawn,
-        "code_version": RATING_VERSION,
+        "inputs_digest": ledger.inputs_digest,
+        "code_version": INGEST_VERSION,
     }
 
 

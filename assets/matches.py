@@ -1,4 +1,9 @@
-"""match_tables and input_manifests: every accepted match of a benchmark, and the exact inputs behind it."""
+"""match_tables and input_manifests: every accepted match of a benchmark, and the exact inputs behind it.
+
+The step after the ledger: when the ledger's data version (the accepted inputs) is the one this table was built
+from, and its code is the same, the step yields nothing and Dagster skips everything downstream (a rejected upload, a
+touched file: nothing to re-rate). The nightly job (``agielo/rerate``) always rebuilds.
+"""
 
 import dagster as dg
 import pyarrow as pa
@@ -8,9 +13,10 @@ from agielo_dagster.domain.layout import warehouse_path
 from agielo_dagster.domain.ledger import read_ledger
 from agielo_dagster.domain.lineage import RATING_VERSION
 from agielo_dagster.domain.matches import build_match_table, input_manifest
+from agielo_dagster.freshness import Graph, why_stale
+from agielo_dagster.runs import RERATE_TAG
 
 from .common import benchmark_output, retried_on_storage_errors
-from .ledger import upload_ledger
 from .partitions import benchmark_partitions
 
 SHOWN_ROWS = 100
@@ -46,20 +52,27 @@ def previous_match_table(storage: ObjectStorage, benchmark: str, asset: str = "m
         ),
     },
     partitions_def=benchmark_partitions,
-    deps=[upload_ledger],
+    deps=["upload_ledger"],  # by key: what this step runs does not include the ledger's module (its code version)
 )
 def match_tables(context: dg.AssetExecutionContext, storage: ObjectStorage):
     benchmark = context.partition_key
+    key = dg.AssetKey("match_tables")
+    own = Graph({key: (dg.AssetKey("upload_ledger"),)}, {key: context.assets_def.code_versions_by_key[key]}, frozenset())
+    if context.run.tags.get(RERATE_TAG) != "true" and not why_stale(context.instance, own, key, benchmark):
+        context.log.info(f"{benchmark}: the accepted inputs and the code are those of the last match table; nothing to re-rate")
+        return
     with retried_on_storage_errors(context):
         ledger = read_ledger(storage.store, benchmark)
         if ledger is None or not ledger.accepted:
-            context.log.info(f"{benchmark}: no accepted upload; nothing to rate")
+            context.log.info(f"{benchmark}: no accepted upload; its outputs are withdrawn")
+            for name in ("match_tables", "provisional_matches", "input_manifests"):
+                yield dg.Output(None, name, metadata={"withdrawn": True})
             return
         table = build_match_table(storage.store, ledger, previous_match_table(storage, benchmark))
         provisional = build_match_table(
             storage.store, ledger, previous_match_table(storage, benchmark, "provisional_matches"), provisional=True
         )
-    digest = ledger.inputs_digest(RATING_VERSION)
+    digest = ledger.inputs_digest
     manifest = input_manifest(ledger)
     yield dg.Output(
         table,

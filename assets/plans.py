@@ -44,7 +44,6 @@ class PlanConfig(dg.Config):
         "whole benchmark), written to <root>/plans/<benchmark>/<agent>.csv: test_case_id, mu, sigma, information.",
         "placement",
         run="on_demand",
-        code_version=None,
         kinds=("parquet", "csv"),
     )
 )

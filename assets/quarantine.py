@@ -6,9 +6,9 @@ import pandas as pd
 from agielo_dagster.resources.storage import ObjectStorage
 
 from agielo_dagster.domain.incoming import incoming_problems
+from agielo_dagster.domain.inputs import known_benchmarks, problems_digest, scan_raw
 from agielo_dagster.domain.judgments import judgment_problems
 from agielo_dagster.domain.ledger import read_summary
-from agielo_dagster.domain.status import known_benchmarks, quarantine_digest, scan_raw
 from agielo_dagster.domain.store import Store
 
 from .common import declared, retried_on_storage_errors
@@ -56,16 +56,17 @@ def read_quarantine(store: Store) -> pd.DataFrame:
 
 
 @dg.asset(
+    deps=["upload_problems"],
     **declared(
         "Every rejected upload and refused file still present, across benchmarks: file, version, status, rule, "
         "message. Built from the upload ledgers; a fixed upload leaves it on its next version.",
         "ingest",
-    )
+    ),
 )
 def quarantine_report(context: dg.AssetExecutionContext, storage: ObjectStorage) -> dg.Output:
     store = storage.store
     with retried_on_storage_errors(context):
-        digest = quarantine_digest(store, scan_raw(store))
+        digest = problems_digest(store)
         report = read_quarantine(store)
     shown = [
         {"path": r["file"], "status": r["status"], "rule": r["rule"], "message": r["message"], "rows": 0, "version": r["version"]}

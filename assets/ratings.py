@@ -68,6 +68,10 @@ def ratings(context: dg.AssetExecutionContext, storage: ObjectStorage):
     store = storage.store
     path = warehouse_path("match_tables", context.partition_key)
     with retried_on_storage_errors(context):
+        if not store.exists(path):  # withdrawn: no accepted upload left
+            for name in ("rating_snapshots", "test_case_ratings", "agent_ratings", "reliability_reports"):
+                yield dg.Output(None, name, metadata={"withdrawn": True})
+            return
         digest = stored_digest(store, path)
         source = store.parquet_source(path)
         partial = store.read_table(warehouse_path("provisional_matches", context.partition_key), columns=list(MATCH_COLUMNS))
@@ -286,11 +290,13 @@ def _placed_partial_uploads(
 def competency_gap_tables(
     context: dg.AssetExecutionContext,
     storage: ObjectStorage,
-    test_case_ratings: pa.Table,
-    agent_ratings: pa.Table,
-    input_manifests: pa.Table,
+    test_case_ratings: pa.Table | None,
+    agent_ratings: pa.Table | None,
+    input_manifests: pa.Table | None,
 ) -> dg.Output:
     benchmark = context.partition_key
+    if agent_ratings is None:  # withdrawn
+        return dg.Output(None, metadata={"withdrawn": True})
     digest = digest_of(agent_ratings)
     with retried_on_storage_errors(context):
         scoring = read_scoring(storage.store, benchmark)

@@ -13,13 +13,12 @@ import pandas as pd
 import pyarrow as pa
 from agielo_dagster.resources.storage import ObjectStorage
 
-from agielo_dagster.domain.layout import explorer_path, figure_path, report_path, warehouse_path
+from agielo_dagster.domain.layout import explorer_path, figure_path, figures_folder, in_folder, report_path, warehouse_path
 from agielo_dagster.domain.ledger import first_accepted, read_summary
-from agielo_dagster.domain.lineage import PRESENTATION_VERSION, RATING_VERSION
+from agielo_dagster.domain.lineage import RATING_VERSION
 from agielo_dagster.domain.matches import test_case_metadata
 from agielo_dagster.domain.standing import fragility_of
 from agielo_dagster.rating.schema import MATCH_COLUMNS
-from agielo_dagster.runs import claim_benchmark
 
 from .common import benchmark_asset, digest_of, frame_table, retried_on_storage_errors
 
@@ -46,22 +45,21 @@ HARDEST_SHOWN = 10
         "The benchmark's figures (rating distribution, reliability, agent trajectories, calibration, competency "
         "gap) and its static HTML report; one row per artifact with its path, size and hash.",
         "reports",
-        code_version=PRESENTATION_VERSION,  # a change of presentation re-renders the report, never re-rates
         kinds=("parquet", "html"),
     ),
 )
 def benchmark_reports(
     context: dg.AssetExecutionContext,
     storage: ObjectStorage,
-    test_case_ratings: pa.Table,
-    agent_ratings: pa.Table,
-    reliability_reports: pa.Table,
-    competency_gap_tables: pa.Table,
-    input_manifests: pa.Table,
-    match_tables: pa.Table,
-    test_case_tags: pa.Table,
-    slice_ratings: pa.Table,
-    ability_masses: pa.Table,
+    test_case_ratings: pa.Table | None,
+    agent_ratings: pa.Table | None,
+    reliability_reports: pa.Table | None,
+    competency_gap_tables: pa.Table | None,
+    input_manifests: pa.Table | None,
+    match_tables: pa.Table | None,
+    test_case_tags: pa.Table | None,
+    slice_ratings: pa.Table | None,
+    ability_masses: pa.Table | None,
 ) -> dg.Output:
     # matplotlib is imported here, where it is used, so that loading the code location stays fast
     from agielo_dagster.domain import figures as figs
@@ -70,10 +68,15 @@ def benchmark_reports(
     from agielo_dagster.rating import binned_calibration
 
     benchmark = context.partition_key
-    with retried_on_storage_errors(context):
-        claim_benchmark(context, benchmark)  # a run that only re-renders has no ledger step to wait for earlier runs
-    digest = digest_of(competency_gap_tables)
     store = storage.store
+    if competency_gap_tables is None:  # withdrawn: no accepted upload left
+        with retried_on_storage_errors(context):
+            figures = [in_folder(figures_folder(benchmark), n) for n in store.list_dir(figures_folder(benchmark))]
+            for path in [report_path(benchmark), explorer_path(benchmark), *figures]:
+                store.remove(path)
+            store.remove_empty_folder(figures_folder(benchmark))
+        return dg.Output(None, metadata={"withdrawn": True})
+    digest = digest_of(competency_gap_tables)
     agents = agent_ratings.to_pandas()
     fragility = fragility_of(agent_ratings.schema.metadata)
     # before the test cases are converted: on a wide benchmark its look-up of their ids is the report's peak
@@ -118,7 +121,7 @@ def benchmark_reports(
             hardest,
             reliability,
             input_manifests,  # converted only as far as the report shows it
-            f"{RATING_VERSION} (ratings), {PRESENTATION_VERSION} (report)",
+            f"{RATING_VERSION} (engine), {context.assets_def.code_versions_by_key[context.asset_key]} (report)",
             digest,
             description,
             agents=agents,
@@ -153,7 +156,7 @@ def benchmark_reports(
         artifacts,
         metadata={
             "inputs_digest": digest,
-            "code_version": PRESENTATION_VERSION,
+            "code_version": context.assets_def.code_versions_by_key[context.asset_key],
             "rating_version": RATING_VERSION,
             "report": dg.MetadataValue.path(store.uri(report_path(benchmark))),
             "explorer": dg.MetadataValue.path(store.uri(explorer_path(benchmark))),

@@ -1,7 +1,7 @@
 """End-to-end pipeline figures, each against a baseline measured in the same run.
 
 1. Burst: 316 agents' uploads of ~25 rows land at once. Seconds from "files landed" to
-   "competency-gap table written", through the real Dagster path (planning, the benchmark's run:
+   "competency-gap table written", through the real Dagster path (what Dagster counts stale, the benchmark's run:
    ledger with the quality suite, match table, ratings, gaps, report) on a fresh sqlite instance,
    and the same burst beside a benchmark that already has the same agent names (which took one
    run per upload in the old benchmark × agent grid). Target ≤ 60 s, one run either way.

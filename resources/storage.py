@@ -26,6 +26,14 @@ class ObjectStorage(dg.ConfigurableResource):
     )
     _store: Store | None = PrivateAttr(default=None)
 
+    def setup_for_execution(self, context: dg.InitResourceContext) -> None:
+        """A run names its process as it starts (``agielo_dagster.runs``), so that a kill of it does not leave the run
+        in progress for ever."""
+        from agielo_dagster.runs import process_tags, steps_in_run_process
+
+        if context.instance is not None and context.run is not None and steps_in_run_process():
+            context.instance.add_run_tags(context.run.run_id, process_tags())
+
     @property
     def store(self) -> Store:
         if self._store is None:

@@ -7,6 +7,9 @@ what each output was computed from, and by which code). Adds Dagster's standard 
 asks for it (``metadata={"pandas": True}``), reading only the columns an input names
 (``metadata={"columns": [...]}``) and, with ``metadata={"where": {column: value, ...}}``, only the
 rows where every named string column equals its value (row group by row group).
+
+An output of ``None`` is a withdrawal (its benchmark has no accepted upload left): the file is removed, and a
+withdrawn input loads as ``None``.
 """
 
 import gc
@@ -18,7 +21,7 @@ import pyarrow as pa
 from pydantic import PrivateAttr
 
 from agielo_dagster.domain.layout import warehouse_path
-from agielo_dagster.domain.status import CODE_KEY, DIGEST_KEY
+from agielo_dagster.domain.lineage import CODE_KEY, DIGEST_KEY
 from agielo_dagster.rating.schema import describe
 
 from .storage import ObjectStorage
@@ -113,13 +116,17 @@ class WarehouseIOManager(dg.ConfigurableIOManager):
 
     def handle_output(self, context: dg.OutputContext, obj) -> None:
         path = self._path(context)
+        store = self.storage.store
+        if obj is None:
+            store.remove(path)
+            context.add_output_metadata({"dagster/row_count": 0, "withdrawn": True})
+            return
         table = to_arrow(obj)
         digest = context.output_metadata.get("inputs_digest")
         digest = getattr(digest, "value", digest)
         code_version = context.asset_spec.code_version if context.has_asset_key else None
         recorded = {DIGEST_KEY: str(digest)} if digest else {}
         recorded |= {CODE_KEY: code_version} if code_version else {}
-        store = self.storage.store
         store.write_parquet(path, with_recorded(table, recorded))
         context.add_output_metadata(
             {
@@ -136,5 +143,8 @@ class WarehouseIOManager(dg.ConfigurableIOManager):
             self._collected_for = step
             free_previous_steps()
         metadata = context.definition_metadata or {}
-        table = read_stored(self.storage.store, self._path(context), metadata.get("columns"), metadata.get("where"))
+        path = self._path(context)
+        if not self.storage.store.exists(path):
+            return None  # withdrawn
+        table = read_stored(self.storage.store, path, metadata.get("columns"), metadata.get("where"))
         return table.to_pandas() if metadata.get("pandas") else table

@@ -23,6 +23,7 @@ class DagsterDev:
         self.env = {**os.environ, "DAGSTER_HOME": str(dagster_home), "AGIELO_STORAGE": str(storage_root)}
         self.log_path = log_path
         self.process: subprocess.Popen | None = None
+        self.cwd = REPO  # the project (its workspace.yaml, and first on the code server's sys.path)
 
     what = "dagster dev"
 
@@ -33,7 +34,7 @@ class DagsterDev:
             "dagster",
             "dev",
             "-w",
-            str(REPO / "workspace.yaml"),
+            str(self.cwd / "workspace.yaml"),
             "-h",
             "127.0.0.1",
             "-p",
@@ -45,7 +46,7 @@ class DagsterDev:
         with open(self.log_path, "ab") as log:
             # started with '&' from a non-interactive shell it would ignore SIGINT/SIGTERM: own session instead
             self.process = subprocess.Popen(
-                command, cwd=REPO, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+                command, cwd=self.cwd, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
             )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -85,3 +86,26 @@ class DagsterDev:
                 except ProcessLookupError:
                     break
         self.process = None
+
+
+class Webserver(DagsterDev):
+    """``dagster-webserver`` alone: the UI and its GraphQL API, without a daemon (nothing runs unless asked)."""
+
+    what = "dagster-webserver"
+
+    def command(self) -> list[str]:
+        webserver = str(Path(sys.executable).parent / "dagster-webserver")
+        return [webserver, "-h", "127.0.0.1", "-p", str(self.port), "-w", str(self.cwd / "workspace.yaml")]
+
+    def reload(self, timeout: float = 120.0) -> None:
+        """Reload the code location (as the UI's "Reload" does) and wait until it is loaded again."""
+        location = self.graphql("{ repositoriesOrError { ... on RepositoryConnection { nodes { location { name } } } } }")
+        (name,) = {n["location"]["name"] for n in location["data"]["repositoriesOrError"]["nodes"]}
+        self.graphql(
+            "mutation ($name: String!) { reloadRepositoryLocation(repositoryLocationName: $name) { __typename } }", {"name": name}
+        )
+        deadline = time.monotonic() + timeout
+        while not self._location_loaded():
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the code location did not load again:\n{self.log_path.read_text()[-3000:]}")
+            time.sleep(0.5)

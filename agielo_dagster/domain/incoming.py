@@ -24,15 +24,16 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from .contract import IngestError
-from .harness import DerivedUpload, HarnessResult, drops_of, merge_specs, read_drop, reader_environment
+from .harness import DerivedUpload, HarnessResult, drops_of, merge_specs, read_drop, reader_environment, reader_version
 from .layout import DERIVED_ROOT, INCOMING_LEDGER, derived_folder, derived_path, derived_spec_path, in_folder
 from .listing import cached_versions, write_fingerprints
 from .parquet_io import parquet_bytes
 from .store import StorageError, Store, StoredFile
 
-__all__ = ["INCOMING_LEDGER", "INCOMING_SCHEMA", "IncomingUpdate", "incoming_reason", "read_incoming", "refresh_incoming"]
+__all__ = ["INCOMING_LEDGER", "INCOMING_SCHEMA", "IncomingUpdate", "read_incoming", "refresh_incoming"]
 
-_CACHE = "_incoming"
+INCOMING_CACHE = "_incoming"  # the fingerprint cache of incoming/
+_CACHE = INCOMING_CACHE
 INCOMING_SCHEMA = pa.schema(
     [
         ("harness", pa.string()),
@@ -63,11 +64,12 @@ def read_incoming(store: Store) -> list[dict]:
 
 
 def _drops(store: Store, listing: list[StoredFile]) -> dict[tuple[str, str], tuple[list[str], str]]:
-    """(harness, drop) → (paths, digest of the files' versions and of the reader's optional packages).
+    """(harness, drop) → (paths, digest of the files' versions, of the reader's code and of its optional packages).
 
-    The optional packages (:func:`reader_environment`) are in the digest so that an outcome caused by the
-    environment (``inspect_not_installed``) is not kept as if it were the file's: installing or upgrading
-    the package makes the drop new again, and the next run reads it.
+    The reader's code version (:func:`reader_version`) is in the digest so that a changed reader reads its harness's
+    drops again, and only those; its optional packages (:func:`reader_environment`) so that an outcome caused by the
+    environment (``inspect_not_installed``) is not kept as if it were the file's: installing or upgrading the
+    package makes the drop new again, and the next run reads it.
     """
     version = {f.path: f.version for f in listing}
     environments: dict[str, str] = {}
@@ -75,7 +77,7 @@ def _drops(store: Store, listing: list[StoredFile]) -> dict[tuple[str, str], tup
     for drop, paths in drops_of([f.path for f in listing if not f.kind]).items():
         if drop.harness not in environments:
             environments[drop.harness] = reader_environment(drop.harness)
-        text = "\n".join(f"{p}\0{version[p]}" for p in paths)
+        text = "\n".join([f"\0reader\0{reader_version(drop.harness)}", *(f"{p}\0{version[p]}" for p in paths)])
         if environments[drop.harness]:
             text += f"\n\0environment\0{environments[drop.harness]}"
         out[(drop.harness, drop.drop)] = (paths, "sha256:" + hashlib.sha256(text.encode()).hexdigest()[:16])
@@ -85,18 +87,6 @@ def _drops(store: Store, listing: list[StoredFile]) -> dict[tuple[str, str], tup
 def _listing(store: Store) -> list[StoredFile]:
     files = cached_versions(store, _CACHE, store.list_files("incoming"))
     return [f if f.version or f.kind else StoredFile(f.path, f.size, f.fingerprint, store.hash_file(f.path)) for f in files]
-
-
-def incoming_reason(store: Store) -> str:
-    """Why the incoming ledger no longer matches ``incoming/`` ('' when it does). Small new files are hashed; others count as changed."""
-    listing = cached_versions(store, _CACHE, store.list_files("incoming"))
-    if not listing:
-        return "incoming/ emptied" if read_incoming(store) else ""
-    if any(not f.version and not f.kind for f in listing):
-        return "a file under incoming/ is new or changed"
-    recorded = {(r["harness"], r["drop"]): r["files_digest"] for r in read_incoming(store)}
-    current = {key: digest for key, (_, digest) in _drops(store, listing).items()}
-    return "" if current == recorded else "a drop under incoming/ is new, changed or gone"
 
 
 def _record(harness: str, drop: str, digest: str, result: HarnessResult) -> dict:

@@ -9,8 +9,7 @@ written: never read, and no problem), with the rule and message. Everything else
 - the benchmark's **inputs digest**: the accepted uploads' (path, version), ``benchmark.yaml``'s
   version and the code version (:meth:`Ledger.inputs_digest`);
 - the match table (only accepted uploads, from their copies under ``warehouse/accepted/``, :mod:`.copies`), the
-  quarantine report,
-  and the question "is this benchmark stale?" (:mod:`agielo_dagster.domain.status`).
+  quarantine report.
 
 :func:`refresh_ledger` brings a ledger up to date with the raw folder. It reads only what changed:
 a file whose fingerprint (size, mtime, inode locally; ETag on S3) is unchanged keeps its cached
@@ -130,10 +129,12 @@ class Ledger:
         """Rejected uploads and tag files, and refused files."""
         return [r for r in self.rows if r["status"] not in ("accepted", "skipped")]
 
-    def inputs_digest(self, code_version: str) -> str:
-        """The digest every output of this benchmark records: accepted inputs, benchmark.yaml and code."""
+    @property
+    def inputs_digest(self) -> str:
+        """What the benchmark's outputs are made from: the accepted uploads and tag file, and benchmark.yaml (the
+        ledger's data version in Dagster; every output records it)."""
         inputs = [*self.accepted, *([self.tag_file] if self.tag_file else [])]
-        return inputs_digest(((r["path"], r["version"]) for r in inputs), f"spec={self.spec_version}", code_version)
+        return inputs_digest(((r["path"], r["version"]) for r in inputs), f"spec={self.spec_version}")
 
     @property
     def rows_digest(self) -> str:

@@ -1,21 +1,27 @@
 """A real ephemeral Dagster instance over a real local storage root, driven as the daemon would."""
 
 import io
+import time
 from pathlib import Path
 
 import dagster as dg
 import numpy as np
 import pandas as pd
 import pytest
+from agielo_dagster.assets.common import RUN_TAG
 from agielo_dagster.resources.storage import ObjectStorage
 
 from agielo_dagster.definitions import build_definitions, defs
-from agielo_dagster.outputs import benchmark_outputs
+from agielo_dagster.domain.inputs import RACY_NS
+from agielo_dagster.pending import assets_defs_of, rating_keys
 from agielo_dagster.rating import simulate_matches
 from agielo_dagster.sensors import benchmarks_sensor
 
-OUTPUTS = benchmark_outputs(defs.resolve_asset_graph())
-BENCHMARK_OUTPUTS = OUTPUTS.rated  # what every rating run writes, the final output last
+# what every rating run writes (the ledger aside), in the order a run writes them: the report last
+BENCHMARK_OUTPUTS = tuple(k.to_user_string() for k in rating_keys(assets_defs_of(defs)) if k.to_user_string() != "upload_ledger")
+NIGHTLY_OUTPUTS = tuple(
+    sorted(s.key.to_user_string() for s in defs.resolve_all_asset_specs() if s.tags.get(RUN_TAG) == "nightly")
+)
 QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 
 
@@ -69,6 +75,15 @@ def failures(result: dg.ExecuteInProcessResult) -> list[str]:
     return out
 
 
+def wait_until_settled(root: Path) -> None:
+    """Sleep until every benchmark's newest file is older than the sensor's settling time."""
+    newest = max(
+        (p.stat().st_mtime for top in ("raw", "warehouse/derived") for p in (root / top).rglob("*") if p.is_file()),
+        default=0.0,
+    )
+    time.sleep(max(0.0, newest + RACY_NS / 1e9 + 0.05 - time.time()))
+
+
 class Daemon:
     """Plays the Dagster daemon in-process: sensor ticks, and the runs they request executed here."""
 
@@ -79,9 +94,13 @@ class Daemon:
         self.runs: list[dg.ExecuteInProcessResult] = []
 
     def sensor_tick(self, *, execute: bool = True) -> dg.SensorResult:
-        """One evaluation of benchmarks_sensor; its runs are executed unless ``execute=False`` (then call :meth:`execute`)."""
+        """One evaluation of benchmarks_sensor, once the files just written have settled (the sensor leaves a benchmark
+        whose files are still being written for its next tick); its runs are executed unless ``execute=False``."""
+        wait_until_settled(Path(self.storage.root))
         context = dg.build_sensor_context(instance=self.instance, resources={"storage": self.storage}, definitions=self.defs)
         result = benchmarks_sensor(context)
+        for event in result.asset_events or []:  # as the daemon does: observations first, then partitions, then runs
+            self.instance.report_runless_asset_event(event)
         for request in result.dynamic_partitions_requests or []:
             if isinstance(request, dg.AddDynamicPartitionsRequest):
                 self.instance.add_dynamic_partitions(request.partitions_def_name, list(request.partition_keys))

@@ -21,7 +21,7 @@ def test_every_table_output_has_its_columns_described(daemon, root):
     nightly = daemon.defs.resolve_job_def("rate_benchmarks_nightly")
     config = {
         **QUIET,
-        "ops": {"rating_uncertainty": {"config": {"resamples": 5}}, "upload_ledger": {"config": {"rerate": True}}},
+        "ops": {"rating_uncertainty": {"config": {"resamples": 5}}},
     }
     runs.append(nightly.execute_in_process(run_config=config, instance=daemon.instance, partition_key="olympiad"))
     plan = {**QUIET, "ops": {"placement_plans": {"config": {"agent": "newbie", "budget": 20}}}}

@@ -140,7 +140,6 @@ def test_the_nightly_job_and_a_plan_take_unplaced_and_provisional_agents_in_thei
         **QUIET,
         "ops": {
             "rating_uncertainty": {"config": {"resamples": 10}},
-            "upload_ledger": {"config": {"rerate": True}},
         },
     }
     job = daemon.defs.resolve_job_def("rate_benchmarks_nightly")

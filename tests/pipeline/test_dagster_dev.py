@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from ..devserver import REPO, DagsterDev
-from .conftest import BENCHMARK_OUTPUTS, OUTPUTS, write_benchmark
+from .conftest import BENCHMARK_OUTPUTS, NIGHTLY_OUTPUTS, write_benchmark
 
 # slow as a whole: the quick pass starts dagster dev in the browser tests, and checks the definitions with dg (test_project)
 pytestmark = [pytest.mark.component("dagster"), pytest.mark.component("daemon"), pytest.mark.slow]
@@ -16,7 +16,11 @@ ASSETS = {
     "harness_uploads",
     "upload_ledger",
     *BENCHMARK_OUTPUTS,
-    *OUTPUTS.other,
+    *NIGHTLY_OUTPUTS,
+    "placement_plans",
+    "raw_uploads",
+    "incoming_logs",
+    "upload_problems",
     "quarantine_report",
     "difficulty_judgments",
 }

@@ -19,7 +19,6 @@ def test_nightly_job_compares_estimators_and_bounds_uncertainty(daemon, root):
         **QUIET,
         "ops": {
             "rating_uncertainty": {"config": {"resamples": 40}},
-            "upload_ledger": {"config": {"rerate": True}},
         },
     }
     job = daemon.defs.resolve_job_def("rate_benchmarks_nightly")

@@ -171,7 +171,9 @@ def test_a_run_killed_at_any_point_heals_on_the_next_run(big, point):
 
 @pytest.mark.slow  # 15 agielo runs
 def test_an_interruption_between_any_two_outputs_heals(big, tmp_path):
-    """Every boundary between output writes of a re-rating, constructed exactly: outputs 1..k new, the rest old."""
+    """Every boundary between output writes of a re-rating, constructed on disk: outputs 1..k new, the rest old, with
+    the instance as the run before left it (each case on its own copy of it): what the next run reuses of the files
+    (the previous match table's rows, the copies) never makes it differ from a clean run."""
     old = tmp_path / "old"
     shutil.copytree(big["source"] / "raw", old / "raw")
     home = new_home(tmp_path / "home")
@@ -192,7 +194,7 @@ def test_an_interruption_between_any_two_outputs_heals(big, tmp_path):
             shutil.copytree(new / "warehouse" / folder, root / "warehouse" / folder)
         for asset in BENCHMARK_OUTPUTS[:k]:
             shutil.copy2(new / f"warehouse/{asset}/big.parquet", root / f"warehouse/{asset}/big.parquet")
-        result = agielo(root, home)
+        result = agielo(root, shutil.copytree(home, tmp_path / f"home_{k}"))
         assert result.returncode == 0, result.stdout + result.stderr
         assert warehouse(root) == expected, f"after an interruption following {BENCHMARK_OUTPUTS[:k]}"
 
@@ -252,13 +254,16 @@ def test_a_deleted_or_renamed_benchmark_folder(small, change):
 
 @pytest.mark.slow  # the quick pass keeps the ingest_mid_write kill (a leftover .tmp)
 def test_leftover_temporary_files_and_a_damaged_ledger(small):
+    """Leftover temporary files go at the next run; a damaged ledger is rebuilt from the raw files when its benchmark
+    next runs (Dagster's records, not the warehouse's files, say what is current: a change, the nightly job)."""
     root, home, tmp = small
     leftover = root / "warehouse/agent_ratings/.quiz.parquet.0123456789abcdef.tmp"
     leftover.write_bytes(b"half a parquet file")
     old = time.time() - 3600
     os.utime(leftover, (old, old))  # a crash an hour ago
     (root / "warehouse/upload_ledger/vision.parquet").write_bytes(b"PAR1 truncated")
-    (root / "raw/quiz/m0.csv").write_text("test_case_id,correct\nt0,1\n")  # a change, so quiz's run cleans up
+    (root / "raw/quiz/m0.csv").write_text("test_case_id,correct\nt0,1\n")
+    (root / "raw/vision/m1.csv").write_text("test_case_id,correct\nt0,1\nt1,0\n")  # vision runs: its ledger is rebuilt
     out = agielo(root, home)
     assert out.returncode == 0, out.stdout + out.stderr
     assert not leftover.exists()
@@ -285,7 +290,8 @@ def test_two_runs_at_once_on_a_new_instance(small):
     for process, (out, err) in zip(processes, outputs, strict=True):
         assert process.returncode == 0, out + err
         assert "Traceback" not in err and "OperationalError" not in err
-    # between them, each changed benchmark was rated once
+    # between them, each benchmark was rated once: both, since a new instance has seen neither (its records, not the
+    # warehouse's files, say what is current)
     rated = sum(int(out.split("rated ")[1].split(" ")[0]) for out, _ in outputs)
-    assert rated == 1
+    assert rated == 2
     assert warehouse(root) == clean_warehouse(root, tmp)

@@ -12,7 +12,6 @@ NIGHTLY = {
     **QUIET,
     "ops": {
         "rating_uncertainty": {"config": {"resamples": 20}},
-        "upload_ledger": {"config": {"rerate": True}},
     },
 }
 

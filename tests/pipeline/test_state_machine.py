@@ -14,8 +14,9 @@ executed in-process on a real ephemeral Dagster instance, over a real local stor
   lm-eval when the deep profile has its real logs;
 - a judgment set under ``judgments/`` (good, or breaking its contract);
 - the nightly job ``rate_benchmarks_nightly`` on every benchmark;
-- a kill between two steps: a run whose later outputs are lost (the old ones left, exactly what a kill
-  between two output writes leaves) plus a leftover temporary file; the next settle must heal it.
+- a kill between two steps: a run that materialized its first steps' outputs and not the later ones (the old files
+  and records left, exactly what a kill between two steps leaves) plus a leftover temporary file; the next settle
+  must heal it (kills inside a write, and of a real process, are ``test_healing.py``'s).
 
 Invariants, checked after every step:
 
@@ -75,12 +76,13 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
 
 from agielo_dagster.cli import RunSummary, print_summary
+from agielo_dagster.definitions import defs
 from agielo_dagster.domain.harness import drops_of
 from agielo_dagster.domain.incoming import read_incoming
+from agielo_dagster.domain.inputs import present_benchmarks
 from agielo_dagster.domain.layout import explorer_path, report_path, warehouse_path
 from agielo_dagster.domain.ledger import read_ledger
 from agielo_dagster.domain.listing import input_files
-from agielo_dagster.domain.status import present_benchmarks
 
 from ..harness.conftest import lm_eval_logs  # noqa: F401, F811  (the real lm-eval logs: a fixture of the deep profile)
 from .conftest import BENCHMARK_OUTPUTS, QUIET, Daemon, failures
@@ -102,14 +104,11 @@ SPECS = {
     "lower_is_better": "metric: correct\nscoring: minmax\nparams: {lo: 0, hi: 1, higher_is_better: false}\n",
     "extreme": "metric: correct\nscoring: minmax\nparams: {lo: 0, hi: 1.0e+300}\n",
 }
-NIGHTLY = {
-    **QUIET,
-    "ops": {
-        "rating_uncertainty": {"config": {"resamples": 10}},
-        "upload_ledger": {"config": {"rerate": True}},
-    },
-}
-KILL_POINTS = list(range(1, len(BENCHMARK_OUTPUTS)))  # outputs 1..k written by the killed run, the rest old
+NIGHTLY = {**QUIET, "ops": {"rating_uncertainty": {"config": {"resamples": 10}}}}
+# the steps of a rating run after the ledger, in the order it runs them: each materializes its outputs together
+_REPOSITORY = defs.get_repository_def()
+STEPS = list(dict.fromkeys(_REPOSITORY.assets_defs_by_key[dg.AssetKey(n)] for n in BENCHMARK_OUTPUTS))
+KILL_POINTS = list(range(1, len(STEPS)))  # steps 1..k done by the killed run, the rest not started
 
 
 def _write(path: Path, frame: pd.DataFrame) -> None:
@@ -383,23 +382,22 @@ class PipelineMachine(RuleBasedStateMachine):
 
     @rule(agent=st.sampled_from(AGENTS[:3]), point=st.sampled_from(KILL_POINTS))
     def kill_between_two_steps(self, agent, point):
-        """A run killed after writing outputs 1..point: the later outputs are those of the run before; a temp file is left."""
-        before = {a: (self.root / warehouse_path(a, BENCHMARK)) for a in BENCHMARK_OUTPUTS}
-        old = {a: p.read_bytes() if p.exists() else None for a, p in before.items()}
+        """A run of a new upload killed after its first ``point`` steps: their outputs written and recorded, the later
+        ones left as the run before left them; and a leftover temporary file. The next settle must heal it."""
         self.remove_agent(agent)
         _write(self.raw(f"{agent}.csv"), self.results(TEST_CASES, float(self.rng.normal(0, 1))))
-        self.step_runs += self.daemon.settle(max_ticks=8)  # the run that will have been killed (it must not fail either)
-        for asset in BENCHMARK_OUTPUTS[point:]:
-            path = before[asset]
-            if old[asset] is None:
-                path.unlink(missing_ok=True)
-            else:
-                path.write_bytes(old[asset])
+        self.daemon.sensor_tick(execute=False)  # the upload observed; the run the sensor asks for is the killed one
+        done = [dg.AssetKey("upload_ledger"), *(key for step in STEPS[:point] for key in step.keys)]
+        job = self.daemon.defs.resolve_job_def("rate_benchmarks")
+        run = job.execute_in_process(
+            run_config=QUIET, instance=self.daemon.instance, partition_key=BENCHMARK, asset_selection=done, raise_on_error=False
+        )
+        self.step_runs.append(run)  # the run that will have been killed (it must not fail either)
         leftover = self.root / "warehouse/agent_ratings" / f".{BENCHMARK}.parquet.0123456789abcdef.tmp"
         if leftover.parent.exists():
             leftover.write_bytes(b"half a parquet file")
             os.utime(leftover, (time.time() - 3600,) * 2)
-        note(f"killed after {BENCHMARK_OUTPUTS[:point]}")
+        note(f"killed after {[k.to_user_string() for k in done]}")
         self.settle()  # heals
 
     # ---- invariants ------------------------------------------------------------------------------------------
@@ -512,9 +510,9 @@ class PipelineMachine(RuleBasedStateMachine):
 
 PROFILES = {
     # two examples of 5 steps: hypothesis's first is its simplest (another_sensor_tick, cheap); the seed was chosen (by
-    # drawing sequences without running them) so that the second is: a plan's partial upload, a kill, a benchmark.yaml
-    # change, a judgment set and the nightly job
-    "bounded": dict(max_examples=2, stateful_step_count=5, seed=20260051),
+    # drawing sequences without running them: the rules' bodies stubbed) so that the second is: a kill, a plan's partial
+    # upload, the nightly job, a benchmark.yaml change and a judgment set breaking its contract
+    "bounded": dict(max_examples=2, stateful_step_count=5, seed=20261800),
     # a clean run after every step doubles each step's cost: about 10 s a step unloaded, 30 s on a loaded machine; a
     # step that changes no input (a sensor tick, the nightly job, removing what is not there) reuses the clean run of
     # those inputs (_CLEAN_RUNS): 3 x 8 steps take about 160 s unloaded (11 of 29 clean runs made). Its seed is fixed so

@@ -75,7 +75,7 @@ from .eee import read_eee
 from .helm import read_helm
 from .inspect_log import read_inspect
 from .lm_eval import read_lm_eval
-from .registry import READERS, drops_of, harness_of, read_all, read_drop, reader_environment
+from .registry import READERS, drops_of, harness_of, read_all, read_drop, reader_environment, reader_version
 
 __all__ = [
     "READERS",
@@ -96,5 +96,6 @@ __all__ = [
     "read_inspect",
     "read_lm_eval",
     "reader_environment",
+    "reader_version",
     "safe_name",
 ]

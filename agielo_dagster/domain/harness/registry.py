@@ -18,7 +18,7 @@ from .helm import Helm
 from .inspect_log import Inspect
 from .lm_eval import LmEval
 
-__all__ = ["READERS", "drops_of", "harness_of", "read_all", "read_drop", "reader_environment"]
+__all__ = ["READERS", "drops_of", "harness_of", "read_all", "read_drop", "reader_environment", "reader_version"]
 
 READERS: dict[str, HarnessReader] = {reader.name: reader for reader in (LmEval(), Inspect(), Helm(), Eee())}
 
@@ -51,6 +51,15 @@ def drops_of(paths: Iterable[str]) -> dict[Drop, list[str]]:
         if drop is not None:
             groups.setdefault(drop, []).append(path)
     return {drop: sorted(group) for drop, group in sorted(groups.items())}
+
+
+def reader_version(harness: str) -> str:
+    """The code version of a harness's reader (its module and what it imports): a drop is read again when it
+    changes, and a change to another harness's reader leaves it alone."""
+    from ..lineage import code_version
+
+    reader = READERS.get(harness)
+    return code_version(type(reader).__module__) if reader is not None else ""
 
 
 def reader_environment(harness: str) -> str:
