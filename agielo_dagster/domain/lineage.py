@@ -1,9 +1,9 @@
 """Code versions and input digests: what every output records about where it came from.
 
 A code version is the package version plus a hash of the source files a module runs: the module itself and every
-module of the package it imports, directly or through others (imports inside functions too), with the page files
-beside them (``explorer.html``, ``.css``, ``.js``); a package that loads its modules lazily (the engine's) counts
-whole. Each asset declares the code version of its own module
+module of the package it imports or starts as a process, directly or through others (imports inside functions too),
+with the page files beside them (``explorer.html``, ``.css``, ``.js``); a package that loads its modules lazily (the
+engine's) counts whole. Each asset declares the code version of its own module
 (:func:`code_version`), so a change re-runs only what runs the changed code: a figure's module re-renders the
 reports, a harness reader re-reads that harness's logs, the engine re-rates. Modules that decide when work runs and
 never what an output holds (:data:`SCHEDULING`) are in no code version. Modules are found and read as text; nothing
@@ -51,6 +51,7 @@ CODE_KEY = "agielo.code_version"  # and the code version of the asset that wrote
 
 _FROM = re.compile(r"^\s*from\s+(\.*[\w.]*)\s+import\s+(\([^)]*\)|[^\n#]+)", re.M)
 _IMPORT = re.compile(r"^\s*import\s+([\w.]+(?:\s+as\s+\w+)?(?:\s*,\s*[\w.]+(?:\s+as\s+\w+)?)*)", re.M)
+_STARTS = re.compile(rf'"-m",\s*"({PACKAGE}(?:\.\w+)+)"')  # a module started as a process (the decoder) runs too
 
 
 @functools.cache
@@ -77,10 +78,20 @@ def _package_of(name: str, path: Path) -> str:
     return name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
 
 
+def _source_file(name: str) -> Path | None:
+    """A module's source file: the project's, or a module outside it that was registered (a harness reader, a
+    scoring of one's own), found without importing it."""
+    path = module_file(name)
+    if path is None and name.split(".")[0] != PACKAGE:
+        spec = importlib.util.find_spec(name)
+        path = Path(spec.origin) if spec is not None and spec.origin and spec.origin.endswith(".py") else None
+    return path
+
+
 @functools.cache
 def imported_modules(name: str) -> frozenset[str]:
     """The project's modules that a module imports anywhere in its source (relative imports resolved)."""
-    path = module_file(name)
+    path = _source_file(name)
     if path is None:
         return set()
     text = path.read_text()
@@ -96,6 +107,7 @@ def imported_modules(name: str) -> frozenset[str]:
             found.add(member if module_file(member) is not None else source)
     for group in _IMPORT.findall(text):
         found.update(part.split()[0] for part in group.split(","))
+    found.update(_STARTS.findall(text))
     if path.name == "__init__.py" and "def __getattr__" in text:  # a package that loads its modules lazily counts whole
         found.update(f"{name}.{p.stem if p.suffix else p.name}" for p in path.parent.iterdir() if _is_module(p))
     return frozenset(m for m in found if module_file(m) is not None)
@@ -117,7 +129,9 @@ def closure(*modules: str) -> tuple[Path, ...]:
         todo += [m for m in imported_modules(name) if m not in seen and m not in SCHEDULING]
     files = set()
     for name in seen:
-        path = module_file(name)
+        path = _source_file(name)
+        if path is None:
+            continue
         files.add(path)
         files.update(p for p in path.parent.glob(f"{path.stem}.*") if p.suffix in PAGE_SUFFIXES)
     return tuple(sorted(files))

@@ -141,7 +141,7 @@ def test_an_engine_change_re_rates_and_a_harness_reader_change_re_reads_its_logs
     root, home = rated
     copy = package_copy(tmp_path)
     before = materializations(home)
-    edit(copy, "rating/refine.py")
+    edit(copy, "rating/logistic.py")
     agielo_run(root, home, copy)
     # the steps that run the engine, not the ledger nor the match table (which do not)
     tables = {"match_tables", "provisional_matches", "input_manifests"}

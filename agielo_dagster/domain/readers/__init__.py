@@ -134,8 +134,9 @@ def read_uploads(
     """
     if not uploads:
         return []
-    scoring = spec.scoring.to_config()
-    params = {"name": spec.name, "metric": spec.metric, "scoring": scoring["scoring"], "params": scoring["params"]}
+    kind = type(spec.scoring)  # by its class, not its registered name: a scoring registered here is one the decoder
+    scoring = {"class": f"{kind.__module__}:{kind.__qualname__}", "params": spec.scoring.to_config()["params"]}
+    params = {"name": spec.name, "metric": spec.metric, "scoring": scoring}
     return read_isolated("uploads", params, uploads, max_bytes)
 
 

@@ -40,14 +40,17 @@ def _vm(key: str) -> int:
 
 def _ops():
     """What a request may ask for: ``uploads`` (the input contract, a batch at a time), ``rows`` and ``tags``."""
-    from ...rating.scoring import make_scoring
+    import importlib
+
     from ..contract import BenchmarkSpec, IngestError
     from ..tags import _read_tags
     from .common import _guarded
     from .upload import _read_rows, _read_uploads
 
     def uploads(items, params, max_bytes, on_item):
-        spec = BenchmarkSpec(params["name"], params["metric"], make_scoring(params["scoring"], params["params"]))
+        module, name = params["scoring"]["class"].split(":")  # the class the caller built (and so checked)
+        scoring = getattr(importlib.import_module(module), name)(**params["scoring"]["params"])
+        spec = BenchmarkSpec(params["name"], params["metric"], scoring)
         return _read_uploads(items, spec, max_bytes, on_item)
 
     def each(read):
@@ -104,11 +107,13 @@ def _warm_up(ops) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from ...rating.scoring import Identity
+
     sink = pa.BufferOutputStream()
     pq.write_table(pa.table({"test_case_id": ["a"], "m": [1.0]}), sink)
     files = [(b"test_case_id,m\na,1\n", "w.csv"), (b'{"test_case_id": "a", "m": 1}\n', "w.jsonl")]
     files.append((sink.getvalue().to_pybytes(), "w.parquet"))
-    params = {"name": "w", "metric": "m", "scoring": "identity", "params": {}}
+    params = {"name": "w", "metric": "m", "scoring": {"class": f"{Identity.__module__}:Identity", "params": {}}}
     for _ in range(2):
         _answer(ops["uploads"](files, params, 1 << 20, lambda i: None))
 
