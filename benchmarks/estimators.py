@@ -1,11 +1,9 @@
 """Seconds of each estimator on 1,000,000 matches (50,000 test cases × 20 agents), with baselines.
 
-- AGI-Elo (`rate`, 100 snapshots + reliability) against the tightest plain Python loop (ratings only,
+- AGI-Elo (`rate`, the default model with its snapshots and reliability) against the tightest plain Python loop (ratings only,
   timed on a 100,000-match slice and scaled).
 - Plackett-Luce: building the pairwise win matrix, then the maximum-likelihood step, against
   choix's `ilsr_pairwise_dense` on the same matrix (ONEBench's choice).
-- Rasch (1PL joint maximum likelihood by alternating exact Newton steps) against scipy's
-  L-BFGS-B with the analytic gradient on the same penalized objective.
 - HodgeRank on 1,000,000 pairwise judgments over 50,000 items (sparse least squares).
 - One bootstrap resample of the agent ratings (what `bootstrap` repeats n times).
 
@@ -24,22 +22,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from rate_1m import tight_loop  # noqa: E402
 
-from agielo_dagster.rating import bootstrap, hodge_rank, pairwise_wins, rasch, rate, simulate_matches  # noqa: E402
+from agielo_dagster.rating import bootstrap, hodge_rank, pairwise_wins, rate, simulate_matches  # noqa: E402
 from agielo_dagster.rating.estimators.plackett_luce import bradley_terry_mle  # noqa: E402
-
-
-def rasch_lbfgs(matches: pd.DataFrame, ridge: float = 0.01):
-    """The same penalized Rasch likelihood handed to a general-purpose optimizer."""
-    from agielo_dagster.rating.estimators.rasch import penalized_objective
-    from scipy.optimize import minimize
-
-    from agielo_dagster.rating.frames import encode_matches
-
-    m = encode_matches(matches)
-    size = len(m.agent_ids) + len(m.test_case_ids)
-    return minimize(
-        penalized_objective(m, ridge), np.zeros(size), jac=True, method="L-BFGS-B", options={"maxiter": 2000, "gtol": 1e-9}
-    )
 
 
 def timed(label: str, fn, *args, **kwargs):
@@ -62,7 +46,7 @@ def main() -> None:
     rate(matches.head(1000))  # compile outside the timings
     bootstrap(matches.head(2000), n_resamples=2, plackett_luce=False)
 
-    _, agielo = timed("AGI-Elo rate (100 snapshots + reliability)", rate, matches)
+    _, agielo = timed("AGI-Elo rate (snapshots + reliability)", rate, matches)
     slice_n = min(100_000, n)
     _, loop = timed(f"  baseline: plain Python loop on {slice_n:,} matches", tight_loop, matches.head(slice_n))
     print(f"  → plain loop scaled to {n:,}: {loop * n / slice_n:.1f} s; speed-up {loop * n / slice_n / agielo:.0f}×\n")
@@ -80,10 +64,6 @@ def main() -> None:
         )
     except ImportError:
         print("  (choix not installed: pip install choix for the baseline)\n")
-
-    _, ours = timed("Rasch joint maximum likelihood (alternating Newton)", rasch, matches)
-    _, lbfgs = timed("  baseline: scipy L-BFGS-B, same objective and gradient", rasch_lbfgs, matches)
-    print(f"  → {lbfgs / ours:.0f}× faster than L-BFGS-B\n")
 
     items = np.array([f"task_{i:05d}" for i in range(args.test_cases)], dtype=object)
     a, b = rng.integers(0, args.test_cases, (2, n))

@@ -116,7 +116,7 @@ def _elo(a_mu: np.ndarray, t_mu: np.ndarray) -> np.ndarray:
 
 def _rated(train: pd.DataFrame, persons: np.ndarray, items: np.ndarray, **rate_kwargs) -> tuple[np.ndarray, int]:
     """Predictions of rate(**rate_kwargs) fitted on ``train`` for (persons, items); 1500 for a person it never met."""
-    # the ratings only: a logistic rating's snapshots would fit examinees not met yet (NaN fits, minutes: docs/engine-model.md)
+    # the ratings only: a logistic rating's snapshots would fit examinees not met yet (NaN fits, minutes: docs/engine.md)
     result = rate(train, with_reliability=False, snapshot_fractions=(1.0,), test_case_snapshot_fractions=(1.0,), **rate_kwargs)
     a = result.agents.set_index("agent_id")["mu"]
     t = result.test_cases.set_index("test_case_id")["mu"]

@@ -1,8 +1,8 @@
 """The paper's ImageNet scale: 50,000 test cases × 20 agents = 1,000,000 matches.
 
 Prints seconds and peak memory of the 1M job (rate + 100 snapshots + reliability, from a
-pandas table of string ids), with one order (the paper's) and with ``DEFAULT_ORDERS``
-orders, and, measured in the same run, three baselines:
+pandas table of string ids) under the paper's Glicko pass with one order and with ``DEFAULT_ORDERS``
+orders, and, measured in the same run, the default model (``rasch``) and three baselines:
 
 - the authors' shape: ``DataFrame.iterrows`` over dicts (about 50 µs a match), timed on a
   100,000-match slice and scaled to 1M;
@@ -18,9 +18,6 @@ the like-for-like figure against evalica.
 interpreter (the matches built first, outside the timing), so it includes numba's start-up (its
 compiler context, which imports scipy.linalg, about 0.3 s) and loading the engine's cached machine
 code, paid once per process.
-
-``refine=True`` (the joint refinement, calibrated intervals: the default at several orders) is timed
-beside ``refine=False``, side by side.
 
 Target: the 1M job with one order ≤ 0.3 s on 2 cores, judged on the median run (the best run
 flatters: on 2 cores another process's slice of a core shows in single runs).
@@ -103,7 +100,7 @@ from agielo_dagster.rating.simulate import simulate_matches
 rng = np.random.default_rng(0)
 matches = simulate_matches(rng.normal(1500, 300, {test_cases}), np.linspace(1300, 2000, {agents}), seed=1)
 t0 = time.perf_counter()
-rate(matches, orders=1)
+rate(matches, model="glicko", orders=1)
 print(time.perf_counter() - t0)
 """
 
@@ -126,18 +123,19 @@ def main() -> None:
     rng = np.random.default_rng(0)
     matches = simulate_matches(rng.normal(1500, 300, args.test_cases), np.linspace(1300, 2000, args.agents), seed=1)
     n = len(matches)
-    rate(matches.head(1000), orders=1)  # compile (or load the cached machine code) outside the timing
-    rate(matches.head(1000), orders=4)
+    paper = dict(model="glicko", orders=1)
+    rate(matches.head(1000), **paper)  # compile (or load the cached machine code) outside the timing
+    rate(matches.head(1000), model="glicko", orders=4)
+    rate(matches.head(1000))
 
-    one, one_all = best_of(args.repeats, lambda: rate(matches, orders=1))
-    many, many_all = best_of(max(1, args.repeats // 2), lambda: rate(matches, refine=False))
-    rate(matches.head(1000), orders=4, refine=True)
-    refined, refined_all = best_of(max(1, args.repeats // 2), lambda: rate(matches, refine=True))
-    ratings_only, _ = best_of(args.repeats, lambda: rate(matches, orders=1, with_reliability=False, snapshot_fractions=(1.0,)))
-    result = rate(matches, orders=1)
+    one, one_all = best_of(args.repeats, lambda: rate(matches, **paper))
+    many, many_all = best_of(max(1, args.repeats // 2), lambda: rate(matches, model="glicko"))
+    default, default_all = best_of(max(1, args.repeats // 2), lambda: rate(matches))
+    ratings_only, _ = best_of(args.repeats, lambda: rate(matches, **paper, with_reliability=False, snapshot_fractions=(1.0,)))
+    result = rate(matches, **paper)
 
     tracemalloc.start()
-    rate(matches, orders=1)
+    rate(matches, **paper)
     _, peak_traced = tracemalloc.get_traced_memory()
     tracemalloc.stop()
 
@@ -162,11 +160,11 @@ def main() -> None:
         f"{np.median(one_all):.3f}: {', '.join(f'{s:.3f}' for s in one_all)})"
     )
     print(
-        f"1M job, {DEFAULT_ORDERS} orders, refine=False {many:.3f} s  (best of {len(many_all)}: {', '.join(f'{s:.3f}' for s in many_all)})"
+        f"1M job, glicko, {DEFAULT_ORDERS} orders {many:.3f} s  (best of {len(many_all)}: {', '.join(f'{s:.3f}' for s in many_all)})"
     )
     print(
-        f"1M job, {DEFAULT_ORDERS} orders, refine=True (default) {refined:.3f} s  (best of {len(refined_all)}: "
-        f"{', '.join(f'{s:.3f}' for s in refined_all)}; the refinement's cost: {refined - many:+.3f} s)"
+        f"1M job, rasch (the default)    {default:.3f} s  (best of {len(default_all)}: "
+        f"{', '.join(f'{s:.3f}' for s in default_all)}; {default / many:.2f}x the {DEFAULT_ORDERS}-order pass)"
     )
     print(
         f"first call in a new process    {np.median(first_calls):.3f} s  (median of {len(first_calls)} interpreters: "
