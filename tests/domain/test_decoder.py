@@ -20,7 +20,7 @@ from agielo_dagster.domain.readers.upload import _read_uploads
 from benchmarks.forged_parquet import one_region
 
 SPEC = parse_benchmark_spec("metric: correct\nscoring: identity\n", "b", "raw/b/benchmark.yaml")
-PARAMS = {"name": "b", "metric": "correct", "scoring": "identity", "params": {}}
+PARAMS = {"name": "b", "metric": "correct", "scoring": {"class": "agielo_dagster.rating.scoring.identity:Identity", "params": {}}}
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "bad" / "uploads"
 GOOD = [(f"test_case_id,correct\na,1\nb,{i % 2}\n".encode(), f"raw/b/good_{i}.csv") for i in range(4)]
 
