@@ -312,6 +312,8 @@ def print_summary(store: Store, summary: RunSummary, out: TextIO | None = None) 
     from .assets.quarantine import read_quarantine
     from .domain.inputs import present_benchmarks
     from .domain.layout import raw_folder, warehouse_folder, warehouse_path
+    from .domain.ledger import higher_is_better
+    from .domain.meaning import rho_meaning
     from .domain.standing import fragility_line, fragility_of, status_counts, unusual_agents
 
     out = sys.stdout if out is None else out
@@ -333,7 +335,8 @@ def print_summary(store: Store, summary: RunSummary, out: TextIO | None = None) 
             kinds = " (" + ", ".join(f"{n} {s}" for s, n in counts.items() if n) + ")"
         print(
             f"  {benchmark}: {len(gaps)} agents{kinds}; {_leaders(gaps)}; "
-            f"rho(test cases) {rel['rho_test_cases']:.2f} ({rho_meaning(rel['rho_test_cases'])}), MAE {rel['mae']:.3f}",
+            f"rho(test cases) {rel['rho_test_cases']:.2f} ({rho_meaning(rel['rho_test_cases'], higher_is_better(store, benchmark))}), "
+            f"MAE {rel['mae']:.3f}",
             file=out,
         )
         fragility = fragility_of(store.parquet_metadata(warehouse_path("agent_ratings", benchmark)))
@@ -361,15 +364,6 @@ def print_summary(store: Store, summary: RunSummary, out: TextIO | None = None) 
         print(f"  FAILED {failure}", file=out)
     print(f"outputs: {store.uri('warehouse')}", file=out)
     return int((problems["status"] != "skipped").sum())
-
-
-def rho_meaning(rho: float) -> str:
-    """The sign of rho(test cases) in one phrase: Spearman's rho of the test-case ratings against their mean metric."""
-    if rho != rho:
-        return "not measured: too few matches"
-    if rho < 0:
-        return "harder test cases, lower scores: as expected"
-    return "harder test cases, not lower scores: check the metric's direction in benchmark.yaml"
 
 
 def _leaders(gaps) -> str:

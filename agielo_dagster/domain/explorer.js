@@ -440,6 +440,7 @@ function chart(root, id, series, o) {
   var pct = r.fraction.map(function (f) { return f === null ? null : 100 * f; });
   chart(body, "reliability-rho", [{name: "ρ test cases", x: pct, y: r.rho_test_cases, color: "#1f77b4"}, {name: "ρ agents", x: pct, y: r.rho_agents, color: "#d62728"}],
     {xlabel: "share of matches (%)", ylabel: "Spearman ρ", yd: [-1, 1], xd: [0, 100]});
+  body.appendChild(el("p", {"class": "muted", id: "rho-meaning"}, "At 100 % of the matches, " + r.meaning));
   chart(body, "reliability-mae", [{name: "MAE", x: pct, y: r.mae, color: "#2ca02c"}, {name: "MSE", x: pct, y: r.mse, color: "#9467bd"}],
     {xlabel: "share of matches (%)", ylabel: "predicted vs empirical error", xd: [0, 100]});
 })();

@@ -10,6 +10,7 @@ import pandas as pd
 import pyarrow as pa
 
 from .layout import warehouse_path
+from .meaning import rho_sentence
 from .standing import fragility_line, headline, unusual_agents
 
 TITLES = {
@@ -153,6 +154,7 @@ def render_report(
     description: str = "",
     agents: pd.DataFrame | None = None,
     fragility: dict | None = None,
+    higher_is_better: bool = True,
 ) -> str:
     """The report's HTML text.
 
@@ -161,7 +163,8 @@ def render_report(
     it, and lists the provisional, disconnected and unplaced agents with their reasons. The leaderboard
     leads with rank (``=`` where shared), rank range and interval (``mu_lo, mu_hi``, from the gap table
     or ``agents``). ``fragility`` (the ``fragility_*`` values of ``agent_ratings``) says under the headline how
-    many test cases decide who is first.
+    many test cases decide who is first. ``higher_is_better`` is the direction benchmark.yaml declares: the sign
+    each ρ should have.
     """
     final = reliability.iloc[-1]
     gap_columns = [
@@ -206,7 +209,8 @@ table.t td.col-status_reason {{ text-align: left; }} svg.interval {{ vertical-al
 <p>{html.escape(description)}</p>
 <p id="summary">{len(gaps)} agents; hardest test case rated {gaps["hardest_test_case_rating"].iloc[0]:.1f};
 reliability at 100% of the matches: ρ(test cases) <span id="rho-test-cases">{final["rho_test_cases"]:.3f}</span>,
-ρ(agents) <span id="rho-agents">{final["rho_agents"]:.3f}</span>, MAE <span id="mae">{final["mae"]:.4f}</span>.</p>
+ρ(agents) <span id="rho-agents">{final["rho_agents"]:.3f}</span>, MAE <span id="mae">{final["mae"]:.4f}</span>.
+<span id="rho-meaning">{html.escape(rho_sentence(final["rho_test_cases"], final["rho_agents"], higher_is_better))}</span></p>
 <h2>Agents and their competency gaps</h2>
 <p id="headline">{leaders}</p>
 <p id="fragility">{html.escape(fragility_line(fragility))}</p>

@@ -47,3 +47,20 @@ def test_a_closed_pipe_ends_quietly(home, tmp_path):  # noqa: F811
     assert process.returncode == 0, process.stderr
     assert process.stderr == "", process.stderr
     assert (root / "warehouse/benchmark_reports/quiz.parquet").exists()  # the run itself went through
+
+
+def test_a_declared_lower_is_better_metric_is_explained_without_a_warning(home, tmp_path):  # noqa: F811
+    """benchmark.yaml declares an error metric (lower is better): harder test cases have a higher one and stronger
+    agents a lower one, so ρ(test cases) > 0 and ρ(agents) < 0 are the expected outcome, said as such by the run
+    summary, the report and the explorer; no warning about the direction."""
+    root = tmp_path / "storage"
+    spec = "metric: correct\nscoring: minmax\nparams: {lo: 0, hi: 1, higher_is_better: false}\n"
+    write_benchmark(root, "errors", [1200, 1400, 1600, 1800], spec=spec)
+    result = agielo("run", "--storage", str(root), home=home)
+    assert result.returncode == 0, result.stderr
+    line = next(line for line in result.stdout.splitlines() if line.startswith("  errors:"))
+    assert "harder test cases, higher metric: as expected where lower is better" in line, line
+    pages = [(root / "warehouse" / folder / "errors.html").read_text() for folder in ("reports", "explorer")]
+    for page in pages:
+        assert "check the metric" not in page
+        assert "stronger agents, lower metric: as expected where lower is better" in page

@@ -1,0 +1,37 @@
+"""What a figure means, in the words the command line, the report and the explorer share.
+
+ρ(test cases) and ρ(agents) are Spearman's ρ of the ratings against the mean raw metric
+(:mod:`agielo_dagster.rating.reliability`); their expected sign follows the direction ``benchmark.yaml``
+declares: where higher is better, harder test cases have a lower metric and stronger agents a higher one;
+where lower is better (an error, a distance) both signs flip. A sign against the declared direction is the
+evidence that the direction is wrong, and the wording names it.
+"""
+
+from __future__ import annotations
+
+__all__ = ["rho_meaning", "rho_sentence"]
+
+
+def rho_meaning(rho: float, higher_is_better: bool = True, *, of: str = "test cases") -> str:
+    """The sign of ρ(``of``) in one phrase, under the declared direction (``of``: ``"test cases"`` or ``"agents"``)."""
+    if rho != rho:
+        return "not measured: too few matches"
+    who = "harder test cases" if of == "test cases" else "stronger agents"
+    declared = f"{'higher' if higher_is_better else 'lower'} is better"
+    if rho == 0:
+        return f"{who}, no higher or lower metric: ratings and metric unrelated"
+    higher = rho > 0
+    # test cases: the harder, the worse their metric; agents: the stronger, the better
+    expected_higher = higher_is_better if of == "agents" else not higher_is_better
+    seen = f"{who}, {'higher' if higher else 'lower'} metric"
+    if higher == expected_higher:
+        return f"{seen}: as expected where {declared}"
+    return f"{seen} (ρ {rho:+.2f}), though benchmark.yaml declares {declared}: check the metric's direction"
+
+
+def rho_sentence(rho_test_cases: float, rho_agents: float, higher_is_better: bool = True) -> str:
+    """Both ρ explained in one sentence, for the report and the explorer."""
+    return (
+        f"ρ(test cases): {rho_meaning(rho_test_cases, higher_is_better)}; "
+        f"ρ(agents): {rho_meaning(rho_agents, higher_is_better, of='agents')}."
+    )
