@@ -530,6 +530,7 @@ def run_plan(args) -> int:
 def run_query(args) -> int:
     """`agielo query`: the selected test cases across benchmarks and the agents ranked on them."""
     from .domain.capability_query import query_warehouse
+    from .domain.meaning import level_words
     from .domain.query import QueryError
     from .domain.store import StorageError, default_root
     from .resources.storage import ObjectStorage
@@ -558,7 +559,7 @@ def run_query(args) -> int:
         return 0
     shown = result.ranking.head(args.top)
     print(
-        "ranking: Plackett-Luce on the selected test cases, 90% intervals; its own Elo-like scale "
+        f"ranking: Plackett-Luce on the selected test cases, {level_words()} intervals; its own Elo-like scale "
         "(agents' mean 1500), not comparable with AGI-Elo ratings"
     )
     print(f"{'rank':>9}  {'agent':<40} {'rating':>7}  {'interval':>15}  test cases")

@@ -167,6 +167,7 @@ document.getElementById("title").textContent = "AGI-Elo explorer: " + DATA.bench
 document.getElementById("description").textContent = DATA.description || "";
 document.getElementById("headline").textContent = DATA.headline || "";
 document.getElementById("fragility").textContent = DATA.fragility || "";
+document.getElementById("level").textContent = DATA.words.level;
 (DATA.unusual || []).forEach(function (line) { document.getElementById("unusual").appendChild(el("li", null, line)); });
 
 // ---- leaderboard
@@ -189,7 +190,7 @@ var halfWidest = 0;
 agents.forEach(function (a) {
   if (!offScale(a) && a.mu_lo !== undefined && a.mu_lo !== null) { halfWidest = Math.max(halfWidest, a.mu - a.mu_lo, a.mu_hi - a.mu); }
 });
-var zoom = {half: Math.max(1, halfWidest * 1.1)}, intervalDom = hasInterval ? zoom : ratingDom;
+var zoom = {half: Math.max(1, halfWidest * DATA.words.zoom)}, intervalDom = hasInterval ? zoom : ratingDom;
 var cols = [
   {key: "rank", label: "rank", asc: true, title: "= marks a rank shared with other agents (no interval separates them)",
    sort: function (r) { return offScale(r) ? null : -r.mu; }, render: function (r) {
@@ -206,7 +207,7 @@ if (hasRanks) {
     }});
 }
 if (hasInterval) {
-  cols.push({key: "mu_lo", label: "interval", title: "the rating's interval; the bar's scale is set above the table",
+  cols.push({key: "mu_lo", label: "interval", title: "the rating's " + DATA.words.level + " interval; the bar's scale is set above the table",
     sort: function (r) { return r.mu; }, render: function (r) { return intervalCell(r.mu_lo, r.mu, r.mu_hi, intervalDom); }});
 }
 cols = cols.concat([
@@ -224,7 +225,7 @@ var zoomControl = null;
 if (hasInterval) {
   zoomControl = el("label", {"class": "muted"}, "interval bars: ");
   var zoomSelect = el("select", {id: "interval-scale", "aria-label": "interval bars"});
-  zoomSelect.appendChild(el("option", {value: "zoom"}, "zoomed: ±" + fmt(zoom.half, 0) + " Elo around each rating"));
+  zoomSelect.appendChild(el("option", {value: "zoom"}, "zoomed: ±" + fmt(zoom.half, 0) + " Elo around each rating (" + DATA.words.zoom + "× the widest half-interval)"));
   zoomSelect.appendChild(el("option", {value: "board"}, "whole board: " + fmt(ratingDom[0], 0) + " – " + fmt(ratingDom[1], 0)));
   zoomControl.appendChild(zoomSelect);
 }

@@ -5,11 +5,24 @@
 declares: where higher is better, harder test cases have a lower metric and stronger agents a higher one;
 where lower is better (an error, a distance) both signs flip. A sign against the declared direction is the
 evidence that the direction is wrong, and the wording names it.
+
+The interval's level is the rating settings' (:data:`~agielo_dagster.rating.settings.DEFAULT_LEVEL`, which the
+pipeline rates at), and the interval bars' zoom is :data:`ZOOM`: pages say them from here, never as a figure of their own.
 """
 
 from __future__ import annotations
 
-__all__ = ["rho_meaning", "rho_sentence"]
+from ..rating.settings import DEFAULT_LEVEL
+
+__all__ = ["ZOOM", "level_words", "rho_meaning", "rho_sentence"]
+
+ZOOM = 1.1
+"""Interval bars are drawn in a window of ±ZOOM × the widest half-interval around each rating (the report, the explorer)."""
+
+
+def level_words(level: float = DEFAULT_LEVEL) -> str:
+    """``95 %``: the interval level as pages say it."""
+    return f"{100 * level:g} %"
 
 
 def rho_meaning(rho: float, higher_is_better: bool = True, *, of: str = "test cases") -> str:

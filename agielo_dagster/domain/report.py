@@ -10,7 +10,7 @@ import pandas as pd
 import pyarrow as pa
 
 from .layout import warehouse_path
-from .meaning import rho_sentence
+from .meaning import ZOOM, level_words, rho_sentence
 from .standing import fragility_line, headline, unusual_agents
 
 TITLES = {
@@ -130,7 +130,7 @@ def leaderboard(gaps: pd.DataFrame, agents: pd.DataFrame | None = None) -> tuple
             lead.append("rank range")
     if {"mu_lo", "mu_hi"} <= set(frame.columns):
         on = frame[ranked]
-        half = 1.1 * float(max((on["rating"] - on["mu_lo"]).max(), (on["mu_hi"] - on["rating"]).max(), 0.0)) if len(on) else 0.0
+        half = ZOOM * float(max((on["rating"] - on["mu_lo"]).max(), (on["mu_hi"] - on["rating"]).max(), 0.0)) if len(on) else 0.0
         frame["interval"] = ""
         cells["interval"] = lambda r: (
             "–"
@@ -186,7 +186,7 @@ def render_report(
     board, cells, half = leaderboard(gaps, agents)
     lead = [c for c in ("rank", "rank range", "interval") if c in board]
     cells = {**cells, "agent_id": lambda r: html.escape(str(r["agent_id"]))}  # ids whole, never shortened
-    zoom = f" Interval bars: ±{half:.0f} Elo around each rating." if half else ""
+    zoom = f" Interval bars: ±{half:.0f} Elo around each rating ({ZOOM:g}× the widest half-interval)." if half else ""
     leaders = html.escape(headline(gaps)) if "rank_lo" in gaps else ""
     unusual = "".join(f"<li>{html.escape(line)}</li>" for line in unusual_agents(gaps))
     sections = "\n".join(
@@ -216,7 +216,7 @@ reliability at 100% of the matches: ρ(test cases) <span id="rho-test-cases">{fi
 <p id="fragility">{html.escape(fragility_line(fragility))}</p>
 <ul id="unusual">{unusual}</ul>
 <p class="muted">Rank: <strong>=</strong> where agents share it (no interval separates them); rank range: the best
-and worst ranks the intervals allow; interval: the rating's 90% interval.{zoom}</p>
+and worst ranks the intervals allow; interval: the rating's {level_words()} interval.{zoom}</p>
 <div id="gaps">{_html_table(board, cells, warehouse_path("competency_gap_tables", benchmark), "leaderboard", lead + gap_columns)}</div>
 <h2>Hardest test cases</h2>
 <div id="hardest">{_table(hardest)}</div>
