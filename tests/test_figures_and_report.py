@@ -1,5 +1,6 @@
 """The figures and the static report, without the UI."""
 
+import html
 import re
 from html.parser import HTMLParser
 
@@ -234,3 +235,38 @@ def test_the_inputs_table_reads_an_arrow_manifest_only_as_far_as_it_shows_it(rat
     from_arrow = render_report(*args, manifest, "0+x", "sha256:1")
     from_pandas = render_report(*args, manifest.to_pandas(), "0+x", "sha256:1")
     assert from_arrow == from_pandas and "150 more rows" in from_arrow
+
+
+def tied_board() -> pd.DataFrame:
+    """Six agents whose ranks and ratings disagree: knn_5 is rated above linear_discriminant, but four intervals lie
+    wholly above knn_5's and three above linear_discriminant's wide one (``=4 mlp, 5 knn_5, =4 linear_discriminant``
+    when sorted by rating)."""
+    from agielo_dagster.rating.intervals import interval_ranks
+
+    board = pd.DataFrame(
+        {
+            "agent_id": ["a1", "a2", "a3", "mlp", "knn_5", "linear_discriminant"],
+            "rating": [1900.0, 1850.0, 1800.0, 1700.0, 1630.0, 1600.0],
+            "mu_lo": [1880.0, 1830.0, 1790.0, 1650.0, 1620.0, 1415.0],
+            "mu_hi": [1920.0, 1870.0, 1810.0, 1750.0, 1640.0, 1785.0],
+        }
+    )
+    _, rank_lo, rank_hi = interval_ranks(board["mu_lo"].to_numpy(), board["mu_hi"].to_numpy(), np.zeros(6, dtype=np.int64))
+    return board.assign(rank_lo=rank_lo.astype(float), rank_hi=rank_hi.astype(float), status="rated", status_reason="")
+
+
+def test_the_report_lists_agents_by_rank_then_rating_under_its_legend():
+    from agielo_dagster.domain.meaning import RANK_LEGEND
+
+    gaps = tied_board().assign(hardest_test_case_rating=2000.0, gap_50=100.0)
+    assert gaps.set_index("agent_id")["rank_lo"].to_dict() == {
+        "a1": 1, "a2": 2, "a3": 3, "mlp": 4, "knn_5": 5, "linear_discriminant": 4
+    }  # fmt: skip
+    reliability = pd.DataFrame({"fraction": [1.0], "rho_test_cases": [-0.9], "rho_agents": [0.9], "mae": [0.01]})
+    page = render_report("quiz", {}, gaps, gaps[["agent_id"]].head(0), reliability, gaps[["agent_id"]], "0", "d")
+    parsed = Tables()
+    parsed.feed(page)
+    header, *rows = parsed.tables[0]
+    ranks = [(r[header.index("rank")], r[header.index("agent_id")]) for r in rows]
+    assert ranks[3:] == [("=4", "mlp"), ("=4", "linear_discriminant"), ("5", "knn_5")]
+    assert html.escape(RANK_LEGEND) in page

@@ -168,6 +168,7 @@ document.getElementById("description").textContent = DATA.description || "";
 document.getElementById("headline").textContent = DATA.headline || "";
 document.getElementById("fragility").textContent = DATA.fragility || "";
 document.getElementById("level").textContent = DATA.words.level;
+document.getElementById("rank-legend").textContent = DATA.words.ranks;
 (DATA.unusual || []).forEach(function (line) { document.getElementById("unusual").appendChild(el("li", null, line)); });
 
 // ---- leaderboard
@@ -179,6 +180,9 @@ var ratingDom = extent(agents.map(function (a) { return a.mu_lo !== undefined ? 
 function offScale(a) { return a.status === "disconnected" || a.status === "unplaced" || a.mu === null || a.mu === undefined; }
 var byRating = agents.filter(function (a) { return !offScale(a); }).sort(function (a, b) { return b.mu - a.mu; });
 byRating.forEach(function (a, i) { a._order = i + 1; });
+// sorted by rank: by rank_lo, then by rating within a rank (a higher rating can rank lower: the page's legend)
+function rankOf(a) { return a.rank_lo === undefined || a.rank_lo === null ? Infinity : a.rank_lo; }
+byRating.slice().sort(function (a, b) { return rankOf(a) - rankOf(b) || b.mu - a.mu; }).forEach(function (a, i) { a._rankOrder = i; });
 // rank (ties marked "="), rank range and interval lead: a rating is as good as its uncertainty
 var hasRanks = "rank_lo" in DATA.agents && "rank_hi" in DATA.agents;
 var rankCount = {};
@@ -193,7 +197,7 @@ agents.forEach(function (a) {
 var zoom = {half: Math.max(1, halfWidest * DATA.words.zoom)}, intervalDom = hasInterval ? zoom : ratingDom;
 var cols = [
   {key: "rank", label: "rank", asc: true, title: "= marks a rank shared with other agents (no interval separates them)",
-   sort: function (r) { return offScale(r) ? null : -r.mu; }, render: function (r) {
+   sort: function (r) { return offScale(r) ? null : r._rankOrder; }, render: function (r) {
     if (unranked(r)) { return "–"; }
     if (hasRanks && r.rank_lo !== null) { return (rankCount[r.rank_lo] > 1 ? "=" : "") + r.rank_lo; }
     return String(r._order);
@@ -201,7 +205,7 @@ var cols = [
 ];
 if (hasRanks) {
   cols.push({key: "rank_hi", label: "rank range", asc: true, title: "the best and worst ranks the intervals allow",
-    sort: function (r) { return offScale(r) ? null : -r.mu; }, render: function (r) {
+    sort: function (r) { return offScale(r) ? null : r._rankOrder; }, render: function (r) {
       if (offScale(r) || r.rank_lo === null) { return "–"; }
       return r.rank_lo === r.rank_hi ? String(r.rank_lo) : r.rank_lo + "–" + r.rank_hi;
     }});

@@ -36,7 +36,7 @@ import pandas as pd
 
 from ..rating.predict import share_beaten
 from .histogram import histogram_edges
-from .meaning import ZOOM, level_words, rho_sentence
+from .meaning import RANK_LEGEND, ZOOM, level_words, rho_sentence
 from .standing import fragility_line, headline, unusual_agents
 
 __all__ = ["MAX_AGENT_LINES", "MAX_POINTS", "MAX_SLICE_ROWS", "render_explorer"]
@@ -280,7 +280,7 @@ def explorer_data(benchmark: str, agents: Any, test_cases: Any, **options: Any) 
         "reliability": None,
         "calibration": _calibration_data(_frame(calibration)),
         "limits": {"maxAgentLines": MAX_AGENT_LINES, "maxPoints": int(max_points)},
-        "words": {"level": level_words(), "zoom": ZOOM},  # the settings' words, owned by domain/meaning.py
+        "words": {"level": level_words(), "zoom": ZOOM, "ranks": RANK_LEGEND},  # the settings' words, owned by domain/meaning.py
     }
     slices = _frame(slices)
     if slices is not None and len(slices):

@@ -14,10 +14,17 @@ from __future__ import annotations
 
 from ..rating.settings import DEFAULT_LEVEL
 
-__all__ = ["ZOOM", "level_words", "rho_meaning", "rho_sentence"]
+__all__ = ["RANK_LEGEND", "ZOOM", "level_words", "rho_meaning", "rho_sentence"]
 
 ZOOM = 1.1
 """Interval bars are drawn in a window of ±ZOOM × the widest half-interval around each rating (the report, the explorer)."""
+
+RANK_LEGEND = (
+    "Rank: 1 + the number of agents whose interval lies wholly above this one's (rating/intervals.py); agents no "
+    "interval separates share a rank, marked = (=4: tied for 4th). An agent rated higher can rank below one rated "
+    "lower whose wider interval fewer agents clear, so agents are listed by rank, then by rating within a rank. "
+    "Rank range: the best and worst ranks the intervals allow."
+)
 
 
 def level_words(level: float = DEFAULT_LEVEL) -> str:

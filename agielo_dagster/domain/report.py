@@ -10,7 +10,7 @@ import pandas as pd
 import pyarrow as pa
 
 from .layout import warehouse_path
-from .meaning import ZOOM, level_words, rho_sentence
+from .meaning import RANK_LEGEND, ZOOM, level_words, rho_sentence
 from .standing import fragility_line, headline, unusual_agents
 
 TITLES = {
@@ -139,6 +139,10 @@ def leaderboard(gaps: pd.DataFrame, agents: pd.DataFrame | None = None) -> tuple
         )
         lead.append("interval")
     frame["status_"] = ~ranked
+    if "rank_lo" in frame:  # by rank, then by rating within a rank (RANK_LEGEND); the unranked after the ranked
+        frame = frame.sort_values(
+            ["status_", "rank_lo", "rating"], ascending=[True, True, False], na_position="last", kind="stable"
+        )
     return frame, cells, half
 
 
@@ -215,8 +219,7 @@ reliability at 100% of the matches: ρ(test cases) <span id="rho-test-cases">{fi
 <p id="headline">{leaders}</p>
 <p id="fragility">{html.escape(fragility_line(fragility))}</p>
 <ul id="unusual">{unusual}</ul>
-<p class="muted">Rank: <strong>=</strong> where agents share it (no interval separates them); rank range: the best
-and worst ranks the intervals allow; interval: the rating's {level_words()} interval.{zoom}</p>
+<p class="muted" id="rank-legend">{html.escape(RANK_LEGEND)} Interval: the rating's {level_words()} interval.{zoom}</p>
 <div id="gaps">{_html_table(board, cells, warehouse_path("competency_gap_tables", benchmark), "leaderboard", lead + gap_columns)}</div>
 <h2>Hardest test cases</h2>
 <div id="hardest">{_table(hardest)}</div>
