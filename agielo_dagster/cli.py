@@ -111,6 +111,8 @@ class RunSummary:
     uploads_ingested: int = 0
     benchmarks_rated: list[str] = field(default_factory=list)
     withdrawn: list[str] = field(default_factory=list)
+    not_rated: list[str] = field(default_factory=list)  # run, with nothing to rate and no ratings to withdraw
+    new_agents: dict[str, list[str]] = field(default_factory=dict)  # agents a rated benchmark did not have before
     judgment_sets_read: list[str] = field(default_factory=list)
     failed_runs: list[str] = field(default_factory=list)
     seconds: float = 0.0
@@ -266,6 +268,7 @@ def run_pipeline(
             selection = rating_selection(records, graph, keys, benchmark, observed)
             if not selection:
                 continue
+            before = _agent_ids(store, benchmark)
             result = execute(
                 storage,
                 instance,
@@ -282,8 +285,10 @@ def run_pipeline(
             report = _materialized(result, "benchmark_reports")
             if report is not None and not report.get("withdrawn"):
                 summary.benchmarks_rated.append(benchmark)
+                if before is not None:  # a benchmark's first rating names its leaders, not every agent as new
+                    summary.new_agents[benchmark] = sorted((_agent_ids(store, benchmark) or set()) - before)
             elif report is not None:
-                summary.withdrawn.append(benchmark)
+                (summary.withdrawn if before is not None else summary.not_rated).append(benchmark)
         judgment_sets = stale_judgment_sets(store)  # new or changed judgments/<set>.csv: read, ranked or rejected
         if judgment_sets:
             known = set(instance.get_dynamic_partitions(judgment_partitions.name))
@@ -305,6 +310,30 @@ def run_pipeline(
     return summary
 
 
+def _agent_ids(store: Store, benchmark: str) -> set[str] | None:
+    """The agents of a benchmark's stored ratings; None where it has none (never rated, or withdrawn)."""
+    from .domain.layout import warehouse_path
+
+    try:
+        table = store.read_table(warehouse_path("agent_ratings", benchmark), columns=["agent_id"])
+    except (OSError, ValueError):
+        return None
+    return {str(a) for a in table.column("agent_id").to_pylist()}
+
+
+def _not_rated_reason(store: Store, benchmark: str) -> str:
+    """Why a benchmark present under raw/ has no ratings, in words: its uploads were all refused, or it has none."""
+    from .domain.layout import raw_folder
+    from .domain.ledger import read_summary
+
+    ledger = read_summary(store, benchmark)
+    refused = [r for r in (ledger.problems if ledger else ()) if r.get("kind") == "upload"]
+    if refused:
+        return f"none of its {len(refused)} upload{'s' if len(refused) > 1 else ''} is accepted: the reasons are below"
+    holds = ", only its tag file and benchmark.yaml" if ledger and ledger.tag_file else ""
+    return f"no upload yet{holds} in {raw_folder(benchmark)}/"
+
+
 def print_summary(store: Store, summary: RunSummary, out: TextIO | None = None) -> int:
     """Print what the run did and where every benchmark stands; returns the number of rejected or refused files.
 
@@ -313,8 +342,8 @@ def print_summary(store: Store, summary: RunSummary, out: TextIO | None = None) 
     from .domain.inputs import present_benchmarks
     from .domain.layout import raw_folder, warehouse_folder, warehouse_path
     from .domain.ledger import higher_is_better
-    from .domain.meaning import rho_meaning
-    from .domain.standing import fragility_line, fragility_of, status_counts, unusual_agents
+    from .domain.meaning import level_words, rho_meaning
+    from .domain.standing import fragility_line, fragility_of, new_agent_lines, status_counts, unusual_agents
 
     out = sys.stdout if out is None else out
     print(f"agielo: storage {store.where}", file=out)
@@ -344,12 +373,18 @@ def print_summary(store: Store, summary: RunSummary, out: TextIO | None = None) 
             print(f"    {fragility_line(fragility)}", file=out)
         for line in unusual_agents(gaps):
             print(f"    {line}", file=out)
+        if summary.new_agents.get(benchmark):
+            agents = store.read_table(warehouse_path("agent_ratings", benchmark)).to_pandas()
+            for line in new_agent_lines(agents, summary.new_agents[benchmark], level_words()):
+                print(f"    {line}", file=out)
     if summary.judgment_sets_read:
         print(f"  judgments: read {len(summary.judgment_sets_read)} set(s): {', '.join(summary.judgment_sets_read)}", file=out)
     present = present_benchmarks(store)
     for benchmark in summary.withdrawn:
-        why = "no accepted upload" if benchmark in present else f"{raw_folder(benchmark)}/ is gone"
+        why = _not_rated_reason(store, benchmark) if benchmark in present else f"{raw_folder(benchmark)}/ is gone"
         print(f"  withdrawn: {benchmark} ({why}): its outputs are removed", file=out)
+    for benchmark in summary.not_rated:
+        print(f"  not rated: {benchmark} ({_not_rated_reason(store, benchmark)})", file=out)
     report = warehouse_path("quarantine_report", None)
     problems = store.read_table(report).to_pandas() if store.exists(report) else read_quarantine(store)
     # one line per problem; an invalid benchmark.yaml rejects every upload of its benchmark with the same
