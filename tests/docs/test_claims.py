@@ -104,3 +104,21 @@ def test_the_column_schema_names_a_model_only_where_the_column_is_that_models():
     texts = [c.description for c in COLUMNS.values()] + [d for table in BY_TABLE.values() for d in table.values()]
     named = [t for t in texts for m in MODELS if m != DEFAULT_MODEL and re.search(rf"\b{m}\b", t, re.IGNORECASE)]
     assert named and not [t for t in named if not re.search(r"\bmodel (?:glicko|2pl)\b", t, re.IGNORECASE)]
+
+
+# the project's commands, installed in its virtual environment: called by their bare name only where it is active
+VENV_COMMANDS = {"agielo", "dg", "dagster", "dagster-daemon", "python", "pip", "pytest", "lm_eval", "inspect", "weed"}
+
+
+def test_a_bare_command_says_the_environment_must_be_active():
+    from .blocks import SHELL, all_blocks
+
+    wrong = []
+    for block in all_blocks():
+        if block.lang not in SHELL or "with the environment active" in block.text.splitlines()[0]:
+            continue
+        for line in block.text.splitlines():
+            words = [w for w in line.strip().lstrip("$ ").split() if not re.match(r"^[A-Z_][A-Z0-9_]*=", w)]
+            if words and words[0] in VENV_COMMANDS:
+                wrong.append(f"{block.id}: {line.strip()!r} needs ', with the environment active' on its first line")
+    assert not wrong, "\n".join(wrong)
