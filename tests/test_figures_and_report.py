@@ -81,7 +81,7 @@ class Tables(HTMLParser):
 
     def __init__(self):
         super().__init__()
-        self.tables, self.ids, self._cell, self._id = [], {}, None, None
+        self.tables, self.ids, self._cell, self._id, self._column = [], {}, None, None, None
 
     def handle_starttag(self, tag, attrs):
         attrs = dict(attrs)
@@ -91,13 +91,15 @@ class Tables(HTMLParser):
             self.tables[-1].append([])
         elif tag in ("td", "th"):
             self._cell = ""
+            self._column = attrs.get("data-column")  # a header's raw column name (its text is in words)
         if "id" in attrs:
             self._id = attrs["id"]
             self.ids[self._id] = ""
 
     def handle_endtag(self, tag):
         if tag in ("td", "th") and self.tables:
-            self.tables[-1][-1].append(self._cell.strip())
+            self.tables[-1][-1].append(self._column or self._cell.strip())
+            self._column = None
             self._cell = None
 
     def handle_data(self, data):
@@ -270,3 +272,21 @@ def test_the_report_lists_agents_by_rank_then_rating_under_its_legend():
     ranks = [(r[header.index("rank")], r[header.index("agent_id")]) for r in rows]
     assert ranks[3:] == [("=4", "mlp"), ("=4", "linear_discriminant"), ("5", "knn_5")]
     assert html.escape(RANK_LEGEND) in page
+
+
+def test_the_reports_numbers_explain_themselves():
+    """Column headers in words, the raw name and its description in the tooltip; beside the gaps, what they assume:
+    the declared metric range, and what a negative gap means."""
+    from agielo_dagster.domain.meaning import HEADERS
+    from agielo_dagster.rating.schema import describe
+
+    gaps = tied_board().assign(
+        hardest_test_case_rating=1700.0, gap_50=-74.0, pct_beaten_91=100.0, assumed_metric_lo=0.0, assumed_metric_hi=242.0
+    )
+    reliability = pd.DataFrame({"fraction": [1.0], "rho_test_cases": [0.9], "rho_agents": [-0.9], "mae": [0.01]})
+    page = render_report("errors", {}, gaps, gaps[["agent_id"]].head(0), reliability, gaps[["agent_id"]], "0", "d")
+    header = re.search(r'<th data-column="pct_beaten_91" title="([^"]*)">([^<]*)</th>', page)
+    assert header and header.group(2) == HEADERS["pct_beaten_91"] != "pct_beaten_91"
+    assert header.group(1) == html.escape(f"pct_beaten_91: {describe('pct_beaten_91')}")
+    assert "a negative gap: the agent already does" in page
+    assert "assume the metric range [0, 242] that benchmark.yaml declares" in page

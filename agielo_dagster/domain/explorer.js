@@ -169,6 +169,7 @@ document.getElementById("headline").textContent = DATA.headline || "";
 document.getElementById("fragility").textContent = DATA.fragility || "";
 document.getElementById("level").textContent = DATA.words.level;
 document.getElementById("rank-legend").textContent = DATA.words.ranks;
+document.getElementById("gap-note").textContent = DATA.words.gaps;
 (DATA.unusual || []).forEach(function (line) { document.getElementById("unusual").appendChild(el("li", null, line)); });
 
 // ---- leaderboard
@@ -234,7 +235,7 @@ if (hasInterval) {
   zoomControl.appendChild(zoomSelect);
 }
 [["matches", "matches", 0], ["mean_metric", "mean metric", 3], ["pct_beaten_50", "% beaten", 1], ["gap_50", "gap to oracle@50%", 0]].forEach(function (c) {
-  if (c[0] in DATA.agents) { cols.push({key: c[0], label: c[1], digits: c[2]}); }
+  if (c[0] in DATA.agents) { cols.push({key: c[0], label: c[1], digits: c[2], title: DATA.words.titles[c[0]]}); }
 });
 var plotApi = null;
 var board = Table(document.getElementById("leaderboard-table"), {

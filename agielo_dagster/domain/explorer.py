@@ -36,7 +36,7 @@ import pandas as pd
 
 from ..rating.predict import share_beaten
 from .histogram import histogram_edges
-from .meaning import RANK_LEGEND, ZOOM, level_words, rho_sentence
+from .meaning import RANK_LEGEND, ZOOM, gap_note, header_title, level_words, rho_sentence
 from .standing import fragility_line, headline, unusual_agents
 
 __all__ = ["MAX_AGENT_LINES", "MAX_POINTS", "MAX_SLICE_ROWS", "render_explorer"]
@@ -245,7 +245,7 @@ def explorer_data(benchmark: str, agents: Any, test_cases: Any, **options: Any) 
     tags, slices, masses = options.get("tags"), options.get("slices"), options.get("masses")
     reliability, calibration, gaps = options.get("reliability"), options.get("calibration"), options.get("gaps")
     max_points, description = int(options.get("max_points", MAX_POINTS)), str(options.get("description", ""))
-    agents, test_cases = _frame(agents), _frame(test_cases)
+    agents, test_cases, gaps = _frame(agents), _frame(test_cases), _frame(gaps)
     for name, frame, required in (("agents", agents, ("agent_id", "mu")), ("test_cases", test_cases, ("test_case_id", "mu"))):
         missing = [c for c in required if c not in frame.columns]
         if missing:
@@ -265,7 +265,7 @@ def explorer_data(benchmark: str, agents: Any, test_cases: Any, **options: Any) 
         "headline": _text(headline(agents)) if "rank_lo" in agents.columns else "",
         "unusual": [_text(line) for line in unusual_agents(agents)],
         "fragility": _text(fragility_line(options.get("fragility"))),
-        "agents": _agents_data(agents, _frame(gaps), np.sort(finite)),
+        "agents": _agents_data(agents, gaps, np.sort(finite)),
         "testCases": {
             "total": int(len(test_cases)),
             "drawn": _columns(
@@ -280,7 +280,14 @@ def explorer_data(benchmark: str, agents: Any, test_cases: Any, **options: Any) 
         "reliability": None,
         "calibration": _calibration_data(_frame(calibration)),
         "limits": {"maxAgentLines": MAX_AGENT_LINES, "maxPoints": int(max_points)},
-        "words": {"level": level_words(), "zoom": ZOOM, "ranks": RANK_LEGEND},  # the settings' words, owned by domain/meaning.py
+        # the settings' words and what the leaderboard's numbers mean, owned by domain/meaning.py
+        "words": {
+            "level": level_words(),
+            "zoom": ZOOM,
+            "ranks": RANK_LEGEND,
+            "gaps": _text(gap_note(gaps)) if gaps is not None else "",
+            "titles": {c: header_title(c) for c in ("matches", "mean_metric", *GAP_COLUMNS)},
+        },
     }
     slices = _frame(slices)
     if slices is not None and len(slices):

@@ -12,9 +12,11 @@ pipeline rates at), and the interval bars' zoom is :data:`ZOOM`: pages say them 
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..rating.settings import DEFAULT_LEVEL
 
-__all__ = ["RANK_LEGEND", "ZOOM", "level_words", "rho_meaning", "rho_sentence"]
+__all__ = ["HEADERS", "RANK_LEGEND", "ZOOM", "gap_note", "header_title", "level_words", "rho_meaning", "rho_sentence"]
 
 ZOOM = 1.1
 """Interval bars are drawn in a window of ±ZOOM × the widest half-interval around each rating (the report, the explorer)."""
@@ -25,6 +27,51 @@ RANK_LEGEND = (
     "lower whose wider interval fewer agents clear, so agents are listed by rank, then by rating within a rank. "
     "Rank range: the best and worst ranks the intervals allow."
 )
+
+HEADERS = {
+    "agent_id": "agent",
+    "expected_metric_on_hardest": "expected metric on the hardest test case",
+    "gap_50": "gap to oracle @50%",
+    "gap_90": "gap @90%",
+    "gap_99": "gap @99%",
+    "pct_beaten_50": "% of test cases beaten @50%",
+    "pct_beaten_91": "% beaten @91%",
+    "status_reason": "why",
+    "test_case_id": "test case",
+    "mean_metric": "mean metric",
+    "source_path": "upload",
+    "source_version": "upload version",
+    "spec_version": "benchmark.yaml version",
+}
+"""Column headers in words (the raw column name and its schema description go in the header's tooltip)."""
+
+
+def header_title(column: str) -> str:
+    """A header's tooltip: the raw column name and what it holds (rating/schema.py, the UI's column schema)."""
+    from ..rating.schema import describe
+
+    what = describe(column)
+    return f"{column}: {what}" if what else column
+
+
+def gap_note(gaps: Any) -> str:
+    """What the gaps and the shares beaten assume, beside them: the declared metric range (graded scorings) and what
+    a negative gap means; the range warning where the declared range is far wider than the metric's span."""
+    note = (
+        "Gap: the rating an oracle needs to score on the hardest test case with 50/90/99 % confidence, minus the "
+        "agent's (Elo); a negative gap: the agent already does. % beaten: the share of test cases the agent beats "
+        "with that confidence."
+    )
+    if {"assumed_metric_lo", "assumed_metric_hi"} <= set(gaps.columns) and len(gaps):
+        lo, hi = float(gaps["assumed_metric_lo"].iloc[0]), float(gaps["assumed_metric_hi"].iloc[0])
+        if lo == lo and hi == hi:
+            note += (
+                f" Both assume the metric range [{lo:g}, {hi:g}] that benchmark.yaml declares: a score is the metric's "
+                "place in it, so a wider declared range moves every gap."
+            )
+    warnings = gaps["range_warning"].dropna() if "range_warning" in gaps.columns else ()
+    warning = next((str(w) for w in warnings if str(w)), "")
+    return note + (f" {warning}" if warning else "")
 
 
 def level_words(level: float = DEFAULT_LEVEL) -> str:

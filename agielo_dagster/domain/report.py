@@ -10,7 +10,7 @@ import pandas as pd
 import pyarrow as pa
 
 from .layout import warehouse_path
-from .meaning import RANK_LEGEND, ZOOM, level_words, rho_sentence
+from .meaning import HEADERS, RANK_LEGEND, ZOOM, gap_note, header_title, level_words, rho_sentence
 from .standing import fragility_line, headline, unusual_agents
 
 TITLES = {
@@ -68,7 +68,12 @@ def _html_table(
     else:
         rows, shown_rows = len(frame), frame.head(MAX_ROWS)
     columns = list(shown_rows.columns) if columns is None else columns
-    head = "".join(f"<th>{html.escape(str(c)).replace('_', '_<wbr>')}</th>" for c in columns)  # long names wrap
+    # headers in words; the raw column name and what it holds in the tooltip (and data-column, for programs)
+    head = "".join(
+        f'<th data-column="{html.escape(str(c))}" title="{html.escape(header_title(str(c)))}">'
+        f"{html.escape(HEADERS.get(str(c), str(c))).replace('_', '_<wbr>')}</th>"
+        for c in columns
+    )
     body = []
     for row in shown_rows.to_dict("records"):
         tds = []
@@ -221,6 +226,7 @@ reliability at 100% of the matches: ρ(test cases) <span id="rho-test-cases">{fi
 <ul id="unusual">{unusual}</ul>
 <p class="muted" id="rank-legend">{html.escape(RANK_LEGEND)} Interval: the rating's {level_words()} interval.{zoom}</p>
 <div id="gaps">{_html_table(board, cells, warehouse_path("competency_gap_tables", benchmark), "leaderboard", lead + gap_columns)}</div>
+<p class="muted" id="gap-note">{html.escape(gap_note(gaps))}</p>
 <h2>Hardest test cases</h2>
 <div id="hardest">{_table(hardest)}</div>
 {sections}

@@ -520,7 +520,7 @@ def test_the_report_leads_with_rank_range_and_interval_and_fits_1280_px(benchmar
 
     headers, shown, widths, (short, title, n_digests), scroll, (rank, rank_range) = run(check)
     assert rank == "–" and re.fullmatch(r"\d+(–\d+)?", rank_range)  # no rank of its own, a range among the rated
-    assert headers[:4] == ["rank", "rank range", "interval", "agent_id"]
+    assert headers[:4] == ["rank", "rank range", "interval", "agent"]  # in words (agent_id in the tooltip)
     assert all(visible for visible, _ in shown)
     best = agents.sort_values("mu", ascending=False).iloc[0]
     assert re.fullmatch(r"=?1", shown[0][1]) and re.fullmatch(rf"1(–{best['rank_hi']})?", shown[1][1])
@@ -592,3 +592,14 @@ def test_ranks_read_in_order_under_their_legend(browser, tmp_path):
     shown, legend = run(read)
     assert shown[3:] == [("=4", "mlp"), ("=4", "linear_discriminant"), ("5", "knn_5")]
     assert legend == RANK_LEGEND
+
+
+def test_the_leaderboards_numbers_explain_themselves(benchmark):
+    """Beside the gaps and shares beaten, what they assume and what a negative gap means; each number's header has
+    its raw column name and description in its tooltip."""
+    from agielo_dagster.domain.meaning import header_title
+
+    data = explorer_data("quiz", benchmark["agents"], benchmark["result"].test_cases, gaps=benchmark["gaps"])
+    assert "a negative gap: the agent already does" in data["words"]["gaps"]
+    assert data["words"]["titles"]["pct_beaten_50"] == header_title("pct_beaten_50")
+    assert data["words"]["titles"]["gap_50"].startswith("gap_50: The competency gap")
