@@ -234,7 +234,7 @@ if (hasInterval) {
   zoomSelect.appendChild(el("option", {value: "board"}, "whole board: " + fmt(ratingDom[0], 0) + " – " + fmt(ratingDom[1], 0)));
   zoomControl.appendChild(zoomSelect);
 }
-[["matches", "matches", 0], ["mean_metric", "mean metric", 3], ["pct_beaten_50", "% beaten", 1], ["gap_50", "gap to oracle@50%", 0]].forEach(function (c) {
+[["matches", "matches", 0], ["mean_metric", "mean metric", 3], ["pct_beaten_50", "% beaten @50%", 1], ["gap_50", "gap to oracle @50%", 0]].forEach(function (c) {
   if (c[0] in DATA.agents) { cols.push({key: c[0], label: c[1], digits: c[2], title: DATA.words.titles[c[0]]}); }
 });
 var plotApi = null;

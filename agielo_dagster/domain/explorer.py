@@ -285,7 +285,7 @@ def explorer_data(benchmark: str, agents: Any, test_cases: Any, **options: Any) 
             "level": level_words(),
             "zoom": ZOOM,
             "ranks": RANK_LEGEND,
-            "gaps": _text(gap_note(gaps)) if gaps is not None else "",
+            "gaps": gap_note(gaps) if gaps is not None else "",  # the code's own words: not cut as an id is
             "titles": {c: header_title(c) for c in ("matches", "mean_metric", *GAP_COLUMNS)},
         },
     }
