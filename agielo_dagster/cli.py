@@ -339,11 +339,12 @@ def print_summary(store: Store, summary: RunSummary, out: TextIO | None = None) 
 
     To ``out``, or to ``sys.stdout`` as it is when called (so that a caller's ``redirect_stdout`` holds)."""
     from .assets.quarantine import read_quarantine
+    from .domain.incoming import renamed_benchmarks
     from .domain.inputs import present_benchmarks
     from .domain.layout import raw_folder, warehouse_folder, warehouse_path
     from .domain.ledger import higher_is_better
     from .domain.meaning import level_words, rho_meaning
-    from .domain.standing import fragility_line, fragility_of, new_agent_lines, status_counts, unusual_agents
+    from .domain.standing import MAX_NAMES, fragility_line, fragility_of, new_agent_lines, status_counts, unusual_agents
 
     out = sys.stdout if out is None else out
     print(f"agielo: storage {store.where}", file=out)
@@ -377,6 +378,14 @@ def print_summary(store: Store, summary: RunSummary, out: TextIO | None = None) 
             agents = store.read_table(warehouse_path("agent_ratings", benchmark)).to_pandas()
             for line in new_agent_lines(agents, summary.new_agents[benchmark], level_words()):
                 print(f"    {line}", file=out)
+    if renamed := renamed_benchmarks(store):  # a task that became two benchmarks, or a name made safe, said once
+        names = [f"{b} ({o!r})" for b, o in sorted(renamed.items())]
+        shown = ", ".join(names[:MAX_NAMES]) + (f" and {len(names) - MAX_NAMES} more" if len(names) > MAX_NAMES else "")
+        print(
+            f"  benchmarks named apart from their harness task: {shown} (each evaluation of a task, such as an lm-eval "
+            "filter, is a benchmark of its own; a name that is not a safe one is made safe, with -<hash>)",
+            file=out,
+        )
     if summary.judgment_sets_read:
         print(f"  judgments: read {len(summary.judgment_sets_read)} set(s): {', '.join(summary.judgment_sets_read)}", file=out)
     present = present_benchmarks(store)

@@ -33,7 +33,7 @@ from .listing import cached_versions, write_fingerprints
 from .parquet_io import parquet_bytes
 from .store import StorageError, Store, StoredFile
 
-__all__ = ["INCOMING_LEDGER", "INCOMING_SCHEMA", "IncomingUpdate", "read_incoming", "refresh_incoming"]
+__all__ = ["INCOMING_LEDGER", "INCOMING_SCHEMA", "IncomingUpdate", "read_incoming", "refresh_incoming", "renamed_benchmarks"]
 
 INCOMING_CACHE = "_incoming"  # the fingerprint cache of incoming/
 _CACHE = INCOMING_CACHE
@@ -112,6 +112,17 @@ def _record(harness: str, drop: str, digest: str, result: HarnessResult) -> dict
         "files_digest": digest,
         "uploads": json.dumps(uploads, sort_keys=True),
         "errors": json.dumps(errors, sort_keys=True),
+    }
+
+
+def renamed_benchmarks(store: Store) -> dict[str, str]:
+    """{benchmark: the task as the harness wrote it} for the benchmarks of harness logs named otherwise: one per
+    filter of an lm-eval task with several (``<task>.<filter>``), or a name made safe (``-<hash>``)."""
+    return {
+        u["benchmark"]: u["original_benchmark"]
+        for record in read_incoming(store)
+        for u in json.loads(record["uploads"])
+        if u["benchmark"] != u["original_benchmark"]
     }
 
 

@@ -101,3 +101,24 @@ def test_the_incoming_ledger_keeps_the_lm_eval_log_of_a_model_that_eee_also_conv
     assert clash and all(
         e["file"].startswith("incoming/eee/") and "takes it from incoming/lm-eval/run1" in e["message"] for e in clash
     ), errors
+
+
+def test_the_run_summary_names_the_benchmarks_a_task_became(tmp_path):
+    """Every Eval Ever's quiz_gen has two evaluations (lm-eval filters strict and upper): it becomes two benchmarks,
+    with names made safe, and the summary says which task each one is and why."""
+    import io
+
+    from agielo_dagster.cli import RunSummary, print_summary
+    from agielo_dagster.domain.incoming import refresh_incoming
+    from agielo_dagster.domain.store import Store as Storage
+
+    for path, data in drop_of(DATA / "eee", "incoming/eee").items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_bytes(data)
+    store = Storage(root=str(tmp_path))
+    refresh_incoming(store)
+    out = io.StringIO()
+    print_summary(store, RunSummary(), out=out)
+    line = next((s for s in out.getvalue().splitlines() if "named apart from their harness task" in s), "")
+    assert "quiz_gen__strict-73b27020 ('quiz_gen/strict'), quiz_gen__upper-8b43e46c ('quiz_gen/upper')" in line, out.getvalue()
+    assert "is a benchmark of its own" in line and "quiz_mc" not in line
