@@ -349,8 +349,8 @@ def print_summary(store: Store, summary: RunSummary, out: TextIO | None = None) 
     out = sys.stdout if out is None else out
     print(f"agielo: storage {store.where}", file=out)
     print(
-        f"ingested {summary.uploads_ingested} upload(s); rated {len(summary.benchmarks_rated)} benchmark(s) "
-        f"in {summary.seconds:.1f} s",
+        f"ingested {summary.uploads_ingested} upload(s); rated {len(summary.benchmarks_rated)} benchmark(s); "
+        f"{summary.seconds:.1f} s in all (the command, from its start)",
         file=out,
     )
     for benchmark in sorted(n.removesuffix(".parquet") for n in store.list_dir(warehouse_folder("competency_gap_tables"))):

@@ -29,13 +29,6 @@ def png_data_uri(png: bytes) -> str:
 MAX_ROWS = 100  # rows per table: the report stays the size of its information, whatever the number of agents
 
 
-def _table(frame: pd.DataFrame, floatfmt: str = "{:.1f}", where: str = "") -> str:
-    shown = frame.head(MAX_ROWS).to_html(index=False, float_format=floatfmt.format, border=0, classes="t", escape=True)
-    if len(frame) > MAX_ROWS:
-        shown += f'<p class="more">{len(frame) - MAX_ROWS:,} more rows{html.escape(" in " + where) if where else ""}.</p>'
-    return shown
-
-
 SHORT = 19  # characters of a long value (a SHA-256, an ETag) shown; the whole value is in its title
 
 
@@ -228,7 +221,7 @@ reliability at 100% of the matches: ρ(test cases) <span id="rho-test-cases">{fi
 <div id="gaps">{_html_table(board, cells, warehouse_path("competency_gap_tables", benchmark), "leaderboard", lead + gap_columns)}</div>
 <p class="muted" id="gap-note">{html.escape(gap_note(gaps))}</p>
 <h2>Hardest test cases</h2>
-<div id="hardest">{_table(hardest)}</div>
+<div id="hardest">{_html_table(hardest, {})}</div>
 {sections}
 <h2>Inputs and code</h2>
 <p>Inputs digest <code id="inputs-digest" title="{html.escape(inputs_digest)}">{html.escape(inputs_digest)}</code>;
