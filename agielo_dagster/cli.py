@@ -343,7 +343,7 @@ def print_summary(store: Store, summary: RunSummary, out: TextIO | None = None) 
     from .domain.inputs import present_benchmarks
     from .domain.layout import raw_folder, warehouse_folder, warehouse_path
     from .domain.ledger import higher_is_better
-    from .domain.meaning import level_words, rho_meaning
+    from .domain.meaning import level_words, negative_gap_line, rho_meaning
     from .domain.standing import MAX_NAMES, fragility_line, fragility_of, new_agent_lines, status_counts, unusual_agents
 
     out = sys.stdout if out is None else out
@@ -372,8 +372,9 @@ def print_summary(store: Store, summary: RunSummary, out: TextIO | None = None) 
         fragility = fragility_of(store.parquet_metadata(warehouse_path("agent_ratings", benchmark)))
         if not str(fragility.get("fragility_method", "not computed")).startswith("not computed"):
             print(f"    {fragility_line(fragility)}", file=out)
-        for line in unusual_agents(gaps):
-            print(f"    {line}", file=out)
+        for line in [*unusual_agents(gaps), negative_gap_line(gaps)]:
+            if line:
+                print(f"    {line}", file=out)
         if summary.new_agents.get(benchmark):
             agents = store.read_table(warehouse_path("agent_ratings", benchmark)).to_pandas()
             for line in new_agent_lines(agents, summary.new_agents[benchmark], level_words()):

@@ -16,7 +16,17 @@ from typing import Any
 
 from ..rating.settings import DEFAULT_LEVEL
 
-__all__ = ["HEADERS", "RANK_LEGEND", "ZOOM", "gap_note", "header_title", "level_words", "rho_meaning", "rho_sentence"]
+__all__ = [
+    "HEADERS",
+    "RANK_LEGEND",
+    "ZOOM",
+    "gap_note",
+    "header_title",
+    "level_words",
+    "negative_gap_line",
+    "rho_meaning",
+    "rho_sentence",
+]
 
 ZOOM = 1.1
 """Interval bars are drawn in a window of ±ZOOM × the widest half-interval around each rating (the report, the explorer)."""
@@ -62,16 +72,32 @@ def gap_note(gaps: Any) -> str:
         "agent's (Elo); a negative gap: the agent already does. % beaten: the share of test cases the agent beats "
         "with that confidence."
     )
-    if {"assumed_metric_lo", "assumed_metric_hi"} <= set(gaps.columns) and len(gaps):
-        lo, hi = float(gaps["assumed_metric_lo"].iloc[0]), float(gaps["assumed_metric_hi"].iloc[0])
-        if lo == lo and hi == hi:
-            note += (
-                f" Both assume the metric range [{lo:g}, {hi:g}] that benchmark.yaml declares: a score is the metric's "
-                "place in it, so a wider declared range moves every gap."
-            )
+    if declared := _declared_range(gaps):
+        note += (
+            f" Both assume the metric range {declared} that benchmark.yaml declares: a score is the metric's "
+            "place in it, so a wider declared range moves every gap."
+        )
     warnings = gaps["range_warning"].dropna() if "range_warning" in gaps.columns else ()
     warning = next((str(w) for w in warnings if str(w)), "")
     return note + (f" {warning}" if warning else "")
+
+
+def _declared_range(gaps: Any) -> str:
+    if not ({"assumed_metric_lo", "assumed_metric_hi"} <= set(gaps.columns) and len(gaps)):
+        return ""
+    lo, hi = float(gaps["assumed_metric_lo"].iloc[0]), float(gaps["assumed_metric_hi"].iloc[0])
+    return f"[{lo:g}, {hi:g}]" if lo == lo and hi == hi else ""
+
+
+def negative_gap_line(gaps: Any) -> str:
+    """For the run summary: how many agents have a negative gap at 50 %, what that means and the range it rests on
+    ('' when none has)."""
+    if "gap_50" not in gaps.columns or not (gaps["gap_50"] < 0).any():
+        return ""
+    n = int((gaps["gap_50"] < 0).sum())
+    declared = _declared_range(gaps)
+    rests = f", under the metric range {declared} benchmark.yaml declares" if declared else ""
+    return f"gap < 0 for {n} agent{'s' if n > 1 else ''}: already scoring on the hardest test case with 50 % confidence{rests}"
 
 
 def level_words(level: float = DEFAULT_LEVEL) -> str:
