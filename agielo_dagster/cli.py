@@ -111,6 +111,8 @@ class RunSummary:
     uploads_ingested: int = 0
     benchmarks_rated: list[str] = field(default_factory=list)
     withdrawn: list[str] = field(default_factory=list)
+    not_rated: list[str] = field(default_factory=list)  # run, with nothing to rate and no ratings to withdraw
+    new_agents: dict[str, list[str]] = field(default_factory=dict)  # agents a rated benchmark did not have before
     judgment_sets_read: list[str] = field(default_factory=list)
     failed_runs: list[str] = field(default_factory=list)
     seconds: float = 0.0
@@ -266,6 +268,7 @@ def run_pipeline(
             selection = rating_selection(records, graph, keys, benchmark, observed)
             if not selection:
                 continue
+            before = _agent_ids(store, benchmark)
             result = execute(
                 storage,
                 instance,
@@ -282,8 +285,10 @@ def run_pipeline(
             report = _materialized(result, "benchmark_reports")
             if report is not None and not report.get("withdrawn"):
                 summary.benchmarks_rated.append(benchmark)
+                if before is not None:  # a benchmark's first rating names its leaders, not every agent as new
+                    summary.new_agents[benchmark] = sorted((_agent_ids(store, benchmark) or set()) - before)
             elif report is not None:
-                summary.withdrawn.append(benchmark)
+                (summary.withdrawn if before is not None else summary.not_rated).append(benchmark)
         judgment_sets = stale_judgment_sets(store)  # new or changed judgments/<set>.csv: read, ranked or rejected
         if judgment_sets:
             known = set(instance.get_dynamic_partitions(judgment_partitions.name))
@@ -305,20 +310,47 @@ def run_pipeline(
     return summary
 
 
+def _agent_ids(store: Store, benchmark: str) -> set[str] | None:
+    """The agents of a benchmark's stored ratings; None where it has none (never rated, or withdrawn)."""
+    from .domain.layout import warehouse_path
+
+    try:
+        table = store.read_table(warehouse_path("agent_ratings", benchmark), columns=["agent_id"])
+    except (OSError, ValueError):
+        return None
+    return {str(a) for a in table.column("agent_id").to_pylist()}
+
+
+def _not_rated_reason(store: Store, benchmark: str) -> str:
+    """Why a benchmark present under raw/ has no ratings, in words: its uploads were all refused, or it has none."""
+    from .domain.layout import raw_folder
+    from .domain.ledger import read_summary
+
+    ledger = read_summary(store, benchmark)
+    refused = [r for r in (ledger.problems if ledger else ()) if r.get("kind") == "upload"]
+    if refused:
+        return f"none of its {len(refused)} upload{'s' if len(refused) > 1 else ''} is accepted: the reasons are below"
+    holds = ", only its tag file and benchmark.yaml" if ledger and ledger.tag_file else ""
+    return f"no upload yet{holds} in {raw_folder(benchmark)}/"
+
+
 def print_summary(store: Store, summary: RunSummary, out: TextIO | None = None) -> int:
     """Print what the run did and where every benchmark stands; returns the number of rejected or refused files.
 
     To ``out``, or to ``sys.stdout`` as it is when called (so that a caller's ``redirect_stdout`` holds)."""
     from .assets.quarantine import read_quarantine
+    from .domain.incoming import renamed_benchmarks
     from .domain.inputs import present_benchmarks
     from .domain.layout import raw_folder, warehouse_folder, warehouse_path
-    from .domain.standing import fragility_line, fragility_of, status_counts, unusual_agents
+    from .domain.ledger import higher_is_better
+    from .domain.meaning import level_words, negative_gap_line, rho_meaning
+    from .domain.standing import MAX_NAMES, fragility_line, fragility_of, new_agent_lines, status_counts, unusual_agents
 
     out = sys.stdout if out is None else out
     print(f"agielo: storage {store.where}", file=out)
     print(
-        f"ingested {summary.uploads_ingested} upload(s); rated {len(summary.benchmarks_rated)} benchmark(s) "
-        f"in {summary.seconds:.1f} s",
+        f"ingested {summary.uploads_ingested} upload(s); rated {len(summary.benchmarks_rated)} benchmark(s); "
+        f"{summary.seconds:.1f} s in all (the command, from its start)",
         file=out,
     )
     for benchmark in sorted(n.removesuffix(".parquet") for n in store.list_dir(warehouse_folder("competency_gap_tables"))):
@@ -333,20 +365,36 @@ def print_summary(store: Store, summary: RunSummary, out: TextIO | None = None) 
             kinds = " (" + ", ".join(f"{n} {s}" for s, n in counts.items() if n) + ")"
         print(
             f"  {benchmark}: {len(gaps)} agents{kinds}; {_leaders(gaps)}; "
-            f"rho(test cases) {rel['rho_test_cases']:.2f} ({rho_meaning(rel['rho_test_cases'])}), MAE {rel['mae']:.3f}",
+            f"rho(test cases) {rel['rho_test_cases']:.2f} ({rho_meaning(rel['rho_test_cases'], higher_is_better(store, benchmark))}), "
+            f"MAE {rel['mae']:.3f}",
             file=out,
         )
         fragility = fragility_of(store.parquet_metadata(warehouse_path("agent_ratings", benchmark)))
         if not str(fragility.get("fragility_method", "not computed")).startswith("not computed"):
             print(f"    {fragility_line(fragility)}", file=out)
-        for line in unusual_agents(gaps):
-            print(f"    {line}", file=out)
+        for line in [*unusual_agents(gaps), negative_gap_line(gaps)]:
+            if line:
+                print(f"    {line}", file=out)
+        if summary.new_agents.get(benchmark):
+            agents = store.read_table(warehouse_path("agent_ratings", benchmark)).to_pandas()
+            for line in new_agent_lines(agents, summary.new_agents[benchmark], level_words()):
+                print(f"    {line}", file=out)
+    if renamed := renamed_benchmarks(store):  # a task that became two benchmarks, or a name made safe, said once
+        names = [f"{b} ({o!r})" for b, o in sorted(renamed.items())]
+        shown = ", ".join(names[:MAX_NAMES]) + (f" and {len(names) - MAX_NAMES} more" if len(names) > MAX_NAMES else "")
+        print(
+            f"  benchmarks named apart from their harness task: {shown} (each evaluation of a task, such as an lm-eval "
+            "filter, is a benchmark of its own; a name that is not a safe one is made safe, with -<hash>)",
+            file=out,
+        )
     if summary.judgment_sets_read:
         print(f"  judgments: read {len(summary.judgment_sets_read)} set(s): {', '.join(summary.judgment_sets_read)}", file=out)
     present = present_benchmarks(store)
     for benchmark in summary.withdrawn:
-        why = "no accepted upload" if benchmark in present else f"{raw_folder(benchmark)}/ is gone"
+        why = _not_rated_reason(store, benchmark) if benchmark in present else f"{raw_folder(benchmark)}/ is gone"
         print(f"  withdrawn: {benchmark} ({why}): its outputs are removed", file=out)
+    for benchmark in summary.not_rated:
+        print(f"  not rated: {benchmark} ({_not_rated_reason(store, benchmark)})", file=out)
     report = warehouse_path("quarantine_report", None)
     problems = store.read_table(report).to_pandas() if store.exists(report) else read_quarantine(store)
     # one line per problem; an invalid benchmark.yaml rejects every upload of its benchmark with the same
@@ -361,15 +409,6 @@ def print_summary(store: Store, summary: RunSummary, out: TextIO | None = None) 
         print(f"  FAILED {failure}", file=out)
     print(f"outputs: {store.uri('warehouse')}", file=out)
     return int((problems["status"] != "skipped").sum())
-
-
-def rho_meaning(rho: float) -> str:
-    """The sign of rho(test cases) in one phrase: Spearman's rho of the test-case ratings against their mean metric."""
-    if rho != rho:
-        return "not measured: too few matches"
-    if rho < 0:
-        return "harder test cases, lower scores: as expected"
-    return "harder test cases, not lower scores: check the metric's direction in benchmark.yaml"
 
 
 def _leaders(gaps) -> str:
@@ -536,6 +575,7 @@ def run_plan(args) -> int:
 def run_query(args) -> int:
     """`agielo query`: the selected test cases across benchmarks and the agents ranked on them."""
     from .domain.capability_query import query_warehouse
+    from .domain.meaning import level_words
     from .domain.query import QueryError
     from .domain.store import StorageError, default_root
     from .resources.storage import ObjectStorage
@@ -564,7 +604,7 @@ def run_query(args) -> int:
         return 0
     shown = result.ranking.head(args.top)
     print(
-        "ranking: Plackett-Luce on the selected test cases, 90% intervals; its own Elo-like scale "
+        f"ranking: Plackett-Luce on the selected test cases, {level_words()} intervals; its own Elo-like scale "
         "(agents' mean 1500), not comparable with AGI-Elo ratings"
     )
     print(f"{'rank':>9}  {'agent':<40} {'rating':>7}  {'interval':>15}  test cases")

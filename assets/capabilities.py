@@ -17,6 +17,7 @@ from agielo_dagster.domain.copies import AcceptedCopies
 from agielo_dagster.domain.layout import warehouse_path
 from agielo_dagster.domain.ledger import first_accepted, read_summary, read_tag_file
 from agielo_dagster.domain.lineage import RATING_VERSION
+from agielo_dagster.domain.meaning import level_words
 from agielo_dagster.rating.schema import MATCH_COLUMNS
 
 from .common import benchmark_output, frame_table, retried_on_storage_errors, stored_digest
@@ -78,7 +79,7 @@ def tag_coverage(tags: pa.Table, test_case_ratings: pa.Table | None, source: str
         ),
         "slice_ratings": benchmark_output(
             "Every agent's rating on every slice (tag value with at least 20 test cases) against the frozen test-case "
-            "ratings, with a 90% interval, delta to its overall rating, and the slice's difficulty profile.",
+            f"ratings, with a {level_words()} interval, delta to its overall rating, and the slice's difficulty profile.",
             group="capabilities",
         ),
         "ability_masses": benchmark_output(

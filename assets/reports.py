@@ -14,7 +14,7 @@ import pyarrow as pa
 from agielo_dagster.resources.storage import ObjectStorage
 
 from agielo_dagster.domain.layout import explorer_path, figure_path, figures_folder, in_folder, report_path, warehouse_path
-from agielo_dagster.domain.ledger import first_accepted, read_summary
+from agielo_dagster.domain.ledger import first_accepted, higher_is_better, read_summary
 from agielo_dagster.domain.lineage import RATING_VERSION
 from agielo_dagster.domain.matches import test_case_metadata
 from agielo_dagster.domain.standing import fragility_of
@@ -93,6 +93,7 @@ def benchmark_reports(
     with retried_on_storage_errors(context):
         summary = read_summary(store, benchmark)
         description = summary.description if summary else ""
+        direction = higher_is_better(store, benchmark)
         hardest = main_cases.nlargest(HARDEST_SHOWN, "mu")[["test_case_id", "mu", "sigma", "mean_metric"]]
         hardest = hardest.rename(columns={"mu": "rating"}).astype({"test_case_id": str})
         if summary is not None:
@@ -126,6 +127,7 @@ def benchmark_reports(
             description,
             agents=agents,
             fragility=fragility,
+            higher_is_better=direction,
         ).encode()
         store.write_bytes(report_path(benchmark), html)
         explorer = render_explorer(
@@ -140,6 +142,7 @@ def benchmark_reports(
             gaps=gaps,
             description=description,
             fragility=fragility,
+            higher_is_better=direction,
         ).encode()
         store.write_bytes(explorer_path(benchmark), explorer)
     artifacts = pd.DataFrame(

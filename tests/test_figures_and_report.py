@@ -1,5 +1,6 @@
 """The figures and the static report, without the UI."""
 
+import html
 import re
 from html.parser import HTMLParser
 
@@ -80,7 +81,7 @@ class Tables(HTMLParser):
 
     def __init__(self):
         super().__init__()
-        self.tables, self.ids, self._cell, self._id = [], {}, None, None
+        self.tables, self.ids, self._cell, self._id, self._column = [], {}, None, None, None
 
     def handle_starttag(self, tag, attrs):
         attrs = dict(attrs)
@@ -90,13 +91,15 @@ class Tables(HTMLParser):
             self.tables[-1].append([])
         elif tag in ("td", "th"):
             self._cell = ""
+            self._column = attrs.get("data-column")  # a header's raw column name (its text is in words)
         if "id" in attrs:
             self._id = attrs["id"]
             self.ids[self._id] = ""
 
     def handle_endtag(self, tag):
         if tag in ("td", "th") and self.tables:
-            self.tables[-1][-1].append(self._cell.strip())
+            self.tables[-1][-1].append(self._column or self._cell.strip())
+            self._column = None
             self._cell = None
 
     def handle_data(self, data):
@@ -234,3 +237,56 @@ def test_the_inputs_table_reads_an_arrow_manifest_only_as_far_as_it_shows_it(rat
     from_arrow = render_report(*args, manifest, "0+x", "sha256:1")
     from_pandas = render_report(*args, manifest.to_pandas(), "0+x", "sha256:1")
     assert from_arrow == from_pandas and "150 more rows" in from_arrow
+
+
+def tied_board() -> pd.DataFrame:
+    """Six agents whose ranks and ratings disagree: knn_5 is rated above linear_discriminant, but four intervals lie
+    wholly above knn_5's and three above linear_discriminant's wide one (``=4 mlp, 5 knn_5, =4 linear_discriminant``
+    when sorted by rating)."""
+    from agielo_dagster.rating.intervals import interval_ranks
+
+    board = pd.DataFrame(
+        {
+            "agent_id": ["a1", "a2", "a3", "mlp", "knn_5", "linear_discriminant"],
+            "rating": [1900.0, 1850.0, 1800.0, 1700.0, 1630.0, 1600.0],
+            "mu_lo": [1880.0, 1830.0, 1790.0, 1650.0, 1620.0, 1415.0],
+            "mu_hi": [1920.0, 1870.0, 1810.0, 1750.0, 1640.0, 1785.0],
+        }
+    )
+    _, rank_lo, rank_hi = interval_ranks(board["mu_lo"].to_numpy(), board["mu_hi"].to_numpy(), np.zeros(6, dtype=np.int64))
+    return board.assign(rank_lo=rank_lo.astype(float), rank_hi=rank_hi.astype(float), status="rated", status_reason="")
+
+
+def test_the_report_lists_agents_by_rank_then_rating_under_its_legend():
+    from agielo_dagster.domain.meaning import RANK_LEGEND
+
+    gaps = tied_board().assign(hardest_test_case_rating=2000.0, gap_50=100.0)
+    assert gaps.set_index("agent_id")["rank_lo"].to_dict() == {
+        "a1": 1, "a2": 2, "a3": 3, "mlp": 4, "knn_5": 5, "linear_discriminant": 4
+    }  # fmt: skip
+    reliability = pd.DataFrame({"fraction": [1.0], "rho_test_cases": [-0.9], "rho_agents": [0.9], "mae": [0.01]})
+    page = render_report("quiz", {}, gaps, gaps[["agent_id"]].head(0), reliability, gaps[["agent_id"]], "0", "d")
+    parsed = Tables()
+    parsed.feed(page)
+    header, *rows = parsed.tables[0]
+    ranks = [(r[header.index("rank")], r[header.index("agent_id")]) for r in rows]
+    assert ranks[3:] == [("=4", "mlp"), ("=4", "linear_discriminant"), ("5", "knn_5")]
+    assert html.escape(RANK_LEGEND) in page
+
+
+def test_the_reports_numbers_explain_themselves():
+    """Column headers in words, the raw name and its description in the tooltip; beside the gaps, what they assume:
+    the declared metric range, and what a negative gap means."""
+    from agielo_dagster.domain.meaning import HEADERS
+    from agielo_dagster.rating.schema import describe
+
+    gaps = tied_board().assign(
+        hardest_test_case_rating=1700.0, gap_50=-74.0, pct_beaten_91=100.0, assumed_metric_lo=0.0, assumed_metric_hi=242.0
+    )
+    reliability = pd.DataFrame({"fraction": [1.0], "rho_test_cases": [0.9], "rho_agents": [-0.9], "mae": [0.01]})
+    page = render_report("errors", {}, gaps, gaps[["agent_id"]].head(0), reliability, gaps[["agent_id"]], "0", "d")
+    header = re.search(r'<th data-column="pct_beaten_91" title="([^"]*)">([^<]*)</th>', page)
+    assert header and header.group(2) == HEADERS["pct_beaten_91"] != "pct_beaten_91"
+    assert header.group(1) == html.escape(f"pct_beaten_91: {describe('pct_beaten_91')}")
+    assert "a negative gap: the agent already does" in page
+    assert "assume the metric range [0, 242] that benchmark.yaml declares" in page

@@ -167,6 +167,9 @@ document.getElementById("title").textContent = "AGI-Elo explorer: " + DATA.bench
 document.getElementById("description").textContent = DATA.description || "";
 document.getElementById("headline").textContent = DATA.headline || "";
 document.getElementById("fragility").textContent = DATA.fragility || "";
+document.getElementById("level").textContent = DATA.words.level;
+document.getElementById("rank-legend").textContent = DATA.words.ranks;
+document.getElementById("gap-note").textContent = DATA.words.gaps;
 (DATA.unusual || []).forEach(function (line) { document.getElementById("unusual").appendChild(el("li", null, line)); });
 
 // ---- leaderboard
@@ -178,6 +181,9 @@ var ratingDom = extent(agents.map(function (a) { return a.mu_lo !== undefined ? 
 function offScale(a) { return a.status === "disconnected" || a.status === "unplaced" || a.mu === null || a.mu === undefined; }
 var byRating = agents.filter(function (a) { return !offScale(a); }).sort(function (a, b) { return b.mu - a.mu; });
 byRating.forEach(function (a, i) { a._order = i + 1; });
+// sorted by rank: by rank_lo, then by rating within a rank (a higher rating can rank lower: the page's legend)
+function rankOf(a) { return a.rank_lo === undefined || a.rank_lo === null ? Infinity : a.rank_lo; }
+byRating.slice().sort(function (a, b) { return rankOf(a) - rankOf(b) || b.mu - a.mu; }).forEach(function (a, i) { a._rankOrder = i; });
 // rank (ties marked "="), rank range and interval lead: a rating is as good as its uncertainty
 var hasRanks = "rank_lo" in DATA.agents && "rank_hi" in DATA.agents;
 var rankCount = {};
@@ -189,10 +195,10 @@ var halfWidest = 0;
 agents.forEach(function (a) {
   if (!offScale(a) && a.mu_lo !== undefined && a.mu_lo !== null) { halfWidest = Math.max(halfWidest, a.mu - a.mu_lo, a.mu_hi - a.mu); }
 });
-var zoom = {half: Math.max(1, halfWidest * 1.1)}, intervalDom = hasInterval ? zoom : ratingDom;
+var zoom = {half: Math.max(1, halfWidest * DATA.words.zoom)}, intervalDom = hasInterval ? zoom : ratingDom;
 var cols = [
   {key: "rank", label: "rank", asc: true, title: "= marks a rank shared with other agents (no interval separates them)",
-   sort: function (r) { return offScale(r) ? null : -r.mu; }, render: function (r) {
+   sort: function (r) { return offScale(r) ? null : r._rankOrder; }, render: function (r) {
     if (unranked(r)) { return "–"; }
     if (hasRanks && r.rank_lo !== null) { return (rankCount[r.rank_lo] > 1 ? "=" : "") + r.rank_lo; }
     return String(r._order);
@@ -200,13 +206,13 @@ var cols = [
 ];
 if (hasRanks) {
   cols.push({key: "rank_hi", label: "rank range", asc: true, title: "the best and worst ranks the intervals allow",
-    sort: function (r) { return offScale(r) ? null : -r.mu; }, render: function (r) {
+    sort: function (r) { return offScale(r) ? null : r._rankOrder; }, render: function (r) {
       if (offScale(r) || r.rank_lo === null) { return "–"; }
       return r.rank_lo === r.rank_hi ? String(r.rank_lo) : r.rank_lo + "–" + r.rank_hi;
     }});
 }
 if (hasInterval) {
-  cols.push({key: "mu_lo", label: "interval", title: "the rating's interval; the bar's scale is set above the table",
+  cols.push({key: "mu_lo", label: "interval", title: "the rating's " + DATA.words.level + " interval; the bar's scale is set above the table",
     sort: function (r) { return r.mu; }, render: function (r) { return intervalCell(r.mu_lo, r.mu, r.mu_hi, intervalDom); }});
 }
 cols = cols.concat([
@@ -224,12 +230,12 @@ var zoomControl = null;
 if (hasInterval) {
   zoomControl = el("label", {"class": "muted"}, "interval bars: ");
   var zoomSelect = el("select", {id: "interval-scale", "aria-label": "interval bars"});
-  zoomSelect.appendChild(el("option", {value: "zoom"}, "zoomed: ±" + fmt(zoom.half, 0) + " Elo around each rating"));
+  zoomSelect.appendChild(el("option", {value: "zoom"}, "zoomed: ±" + fmt(zoom.half, 0) + " Elo around each rating (" + DATA.words.zoom + "× the widest half-interval)"));
   zoomSelect.appendChild(el("option", {value: "board"}, "whole board: " + fmt(ratingDom[0], 0) + " – " + fmt(ratingDom[1], 0)));
   zoomControl.appendChild(zoomSelect);
 }
-[["matches", "matches", 0], ["mean_metric", "mean metric", 3], ["pct_beaten_50", "% beaten", 1], ["gap_50", "gap to oracle@50%", 0]].forEach(function (c) {
-  if (c[0] in DATA.agents) { cols.push({key: c[0], label: c[1], digits: c[2]}); }
+[["matches", "matches", 0], ["mean_metric", "mean metric", 3], ["pct_beaten_50", "% beaten @50%", 1], ["gap_50", "gap to oracle @50%", 0]].forEach(function (c) {
+  if (c[0] in DATA.agents) { cols.push({key: c[0], label: c[1], digits: c[2], title: DATA.words.titles[c[0]]}); }
 });
 var plotApi = null;
 var board = Table(document.getElementById("leaderboard-table"), {
@@ -440,6 +446,7 @@ function chart(root, id, series, o) {
   var pct = r.fraction.map(function (f) { return f === null ? null : 100 * f; });
   chart(body, "reliability-rho", [{name: "ρ test cases", x: pct, y: r.rho_test_cases, color: "#1f77b4"}, {name: "ρ agents", x: pct, y: r.rho_agents, color: "#d62728"}],
     {xlabel: "share of matches (%)", ylabel: "Spearman ρ", yd: [-1, 1], xd: [0, 100]});
+  body.appendChild(el("p", {"class": "muted", id: "rho-meaning"}, "At 100 % of the matches, " + r.meaning));
   chart(body, "reliability-mae", [{name: "MAE", x: pct, y: r.mae, color: "#2ca02c"}, {name: "MSE", x: pct, y: r.mse, color: "#9467bd"}],
     {xlabel: "share of matches (%)", ylabel: "predicted vs empirical error", xd: [0, 100]});
 })();

@@ -36,6 +36,7 @@ import pandas as pd
 
 from ..rating.predict import share_beaten
 from .histogram import histogram_edges
+from .meaning import RANK_LEGEND, ZOOM, gap_note, header_title, level_words, rho_sentence
 from .standing import fragility_line, headline, unusual_agents
 
 __all__ = ["MAX_AGENT_LINES", "MAX_POINTS", "MAX_SLICE_ROWS", "render_explorer"]
@@ -54,7 +55,7 @@ AGENT_COLUMNS = ("agent_id", "mu", "mu_lo", "mu_hi", "sigma", "rank", "rank_lo",
 GAP_COLUMNS = ("gap_50", "gap_90", "gap_99", "pct_beaten_50", "pct_beaten_91", "expected_metric_on_hardest")
 TEST_CASE_COLUMNS = ("test_case_id", "mu", "sigma", "matches", "mean_metric")
 _SURROGATE = re.compile("[\ud800-\udfff]")
-_OPTIONS = {"tags", "slices", "masses", "reliability", "calibration", "gaps", "max_points", "description", "fragility"}
+_OPTIONS = {*"tags slices masses reliability calibration gaps max_points description fragility higher_is_better".split()}
 
 
 def _page_part(name: str) -> str:
@@ -244,7 +245,7 @@ def explorer_data(benchmark: str, agents: Any, test_cases: Any, **options: Any) 
     tags, slices, masses = options.get("tags"), options.get("slices"), options.get("masses")
     reliability, calibration, gaps = options.get("reliability"), options.get("calibration"), options.get("gaps")
     max_points, description = int(options.get("max_points", MAX_POINTS)), str(options.get("description", ""))
-    agents, test_cases = _frame(agents), _frame(test_cases)
+    agents, test_cases, gaps = _frame(agents), _frame(test_cases), _frame(gaps)
     for name, frame, required in (("agents", agents, ("agent_id", "mu")), ("test_cases", test_cases, ("test_case_id", "mu"))):
         missing = [c for c in required if c not in frame.columns]
         if missing:
@@ -264,7 +265,7 @@ def explorer_data(benchmark: str, agents: Any, test_cases: Any, **options: Any) 
         "headline": _text(headline(agents)) if "rank_lo" in agents.columns else "",
         "unusual": [_text(line) for line in unusual_agents(agents)],
         "fragility": _text(fragility_line(options.get("fragility"))),
-        "agents": _agents_data(agents, _frame(gaps), np.sort(finite)),
+        "agents": _agents_data(agents, gaps, np.sort(finite)),
         "testCases": {
             "total": int(len(test_cases)),
             "drawn": _columns(
@@ -279,6 +280,14 @@ def explorer_data(benchmark: str, agents: Any, test_cases: Any, **options: Any) 
         "reliability": None,
         "calibration": _calibration_data(_frame(calibration)),
         "limits": {"maxAgentLines": MAX_AGENT_LINES, "maxPoints": int(max_points)},
+        # the settings' words and what the leaderboard's numbers mean, owned by domain/meaning.py
+        "words": {
+            "level": level_words(),
+            "zoom": ZOOM,
+            "ranks": RANK_LEGEND,
+            "gaps": gap_note(gaps) if gaps is not None else "",  # the code's own words: not cut as an id is
+            "titles": {c: header_title(c) for c in ("matches", "mean_metric", *GAP_COLUMNS)},
+        },
     }
     slices = _frame(slices)
     if slices is not None and len(slices):
@@ -287,6 +296,9 @@ def explorer_data(benchmark: str, agents: Any, test_cases: Any, **options: Any) 
     reliability = _frame(reliability)
     if reliability is not None and len(reliability):
         data["reliability"] = _columns(reliability, ("fraction", "rho_test_cases", "rho_agents", "mae", "mse"))
+        final = reliability.iloc[-1]
+        direction = bool(options.get("higher_is_better", True))
+        data["reliability"]["meaning"] = _text(rho_sentence(final["rho_test_cases"], final["rho_agents"], direction))
     return data
 
 
@@ -304,6 +316,7 @@ def render_explorer(
     max_points: int = MAX_POINTS,
     description: str = "",
     fragility: dict | None = None,
+    higher_is_better: bool = True,
 ) -> str:
     """The explorer's HTML text: one self-contained file (module docstring).
 
@@ -335,10 +348,13 @@ def render_explorer(
         A line of text under the title.
     fragility : dict, optional
         The ``fragility_*`` values of ``agent_ratings``: how many test cases decide who is first, under the headline.
+    higher_is_better : bool
+        The direction benchmark.yaml declares: the sign each ρ should have, said under the reliability plot.
     """
     options = dict(
         tags=tags, slices=slices, masses=masses, reliability=reliability, calibration=calibration, gaps=gaps, fragility=fragility
     )
+    options["higher_is_better"] = higher_is_better
     data = explorer_data(benchmark, agents, test_cases, **options, max_points=max_points, description=description)
     script_hash = base64.b64encode(hashlib.sha256(_SCRIPT.encode("utf-8")).digest()).decode()
     policy = (

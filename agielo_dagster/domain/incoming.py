@@ -10,8 +10,9 @@ inferred one). Raw logs are never modified.
 
 One record per drop in ``warehouse/incoming_ledger.parquet``: the digest of its files' versions,
 the uploads it yields (with the original names) and its errors. Only drops whose files changed
-are read again; a (benchmark, agent) claimed by two drops is refused for both (``harness_duplicate``)
-until one goes.
+are read again; a (benchmark, agent) claimed by drops of different harnesses is taken from the one the harness
+precedence keeps (:data:`~.harness.registry.PRECEDENCE`) and refused for the others (``harness_duplicate``, naming the
+one kept); claimed by two drops of one harness, it is refused for both until one goes.
 """
 
 from __future__ import annotations
@@ -25,12 +26,14 @@ import pyarrow as pa
 
 from .contract import IngestError
 from .harness import DerivedUpload, HarnessResult, drops_of, merge_specs, read_drop, reader_environment, reader_version
+from .harness.common import duplicate_message, kept_claim
+from .harness.registry import PRECEDENCE
 from .layout import DERIVED_ROOT, INCOMING_LEDGER, derived_folder, derived_path, derived_spec_path, in_folder
 from .listing import cached_versions, write_fingerprints
 from .parquet_io import parquet_bytes
 from .store import StorageError, Store, StoredFile
 
-__all__ = ["INCOMING_LEDGER", "INCOMING_SCHEMA", "IncomingUpdate", "read_incoming", "refresh_incoming"]
+__all__ = ["INCOMING_LEDGER", "INCOMING_SCHEMA", "IncomingUpdate", "read_incoming", "refresh_incoming", "renamed_benchmarks"]
 
 INCOMING_CACHE = "_incoming"  # the fingerprint cache of incoming/
 _CACHE = INCOMING_CACHE
@@ -112,6 +115,17 @@ def _record(harness: str, drop: str, digest: str, result: HarnessResult) -> dict
     }
 
 
+def renamed_benchmarks(store: Store) -> dict[str, str]:
+    """{benchmark: the task as the harness wrote it} for the benchmarks of harness logs named otherwise: one per
+    filter of an lm-eval task with several (``<task>.<filter>``), or a name made safe (``-<hash>``)."""
+    return {
+        u["benchmark"]: u["original_benchmark"]
+        for record in read_incoming(store)
+        for u in json.loads(record["uploads"])
+        if u["benchmark"] != u["original_benchmark"]
+    }
+
+
 def refresh_incoming(store: Store) -> IncomingUpdate:
     """Bring ``warehouse/derived/`` and the incoming ledger up to date with ``incoming/`` (see the module docstring)."""
     listed_at_ns = time.time_ns()
@@ -137,6 +151,9 @@ def refresh_incoming(store: Store) -> IncomingUpdate:
         for u in json.loads(record["uploads"]):
             claims.setdefault((u["benchmark"], u["agent"]), []).append(key)
     clashing = {claim for claim, keys in claims.items() if len(keys) > 1}
+    # of the drops that claim one (benchmark, agent), the one the harness precedence keeps (None: all are refused)
+    kept = {claim: kept_claim([h for h, _ in claims[claim]], PRECEDENCE) for claim in clashing}
+    refused = {(claim, key) for claim in clashing for i, key in enumerate(claims[claim]) if i != kept[claim]}
     for key, record in records.items():
         if key in results:
             continue
@@ -150,31 +167,27 @@ def refresh_incoming(store: Store) -> IncomingUpdate:
                 max_bytes=store.max_upload_bytes,
             )
     for key, result in results.items():
-        mine = [u for u in result.uploads if (u.benchmark, u.agent) in clashing]
+        mine = [u for u in result.uploads if ((u.benchmark, u.agent), key) in refused]
         for u in mine:
-            others = sorted(d for d in claims[(u.benchmark, u.agent)] if d != key)
-            result.errors.append(
-                IngestError(
-                    u.sources[0],
-                    "harness_duplicate",
-                    f"also claimed by {', '.join(d for _, d in others)}: agent {u.original_agent!r}, "
-                    f"task {u.original_benchmark!r}; keep one",
-                )
-            )
+            claim = (u.benchmark, u.agent)
+            others = sorted(d for _, d in claims[claim] if d != key[1])
+            taken = None if kept[claim] is None else claims[claim][kept[claim]][1]
+            message = duplicate_message(u.original_agent, u.original_benchmark, others, taken, PRECEDENCE)
+            result.errors.append(IngestError(u.sources[0], "harness_duplicate", message))
         records[key] = _record(*key, drops[key][1], HarnessResult(result.uploads, result.errors, result.ignored))
 
     wanted: dict[str, str] = {}  # derived path → the drop's upload to write (rows from results)
     specs: dict[str, list[str]] = {}
     for key, record in records.items():
         for u in json.loads(record["uploads"]):
-            if (u["benchmark"], u["agent"]) in clashing:
+            if ((u["benchmark"], u["agent"]), key) in refused:
                 continue
             wanted[derived_path(u["benchmark"], u["agent"])] = key
             specs.setdefault(u["benchmark"], []).append(u["spec_yaml"])
     written = []
-    for result in results.values():
+    for key, result in results.items():
         for u in result.uploads:
-            if (u.benchmark, u.agent) not in clashing:
+            if ((u.benchmark, u.agent), key) not in refused:
                 written.append(_write_upload(store, u))
     for benchmark, spec_yamls in specs.items():
         try:

@@ -56,6 +56,7 @@ __all__ = [
     "LedgerSummary",
     "LedgerUpdate",
     "first_accepted",
+    "higher_is_better",
     "read_accepted",
     "read_ledger",
     "read_model",
@@ -282,6 +283,12 @@ def read_scoring(store: Store, benchmark: str):
         return None
     meta = _metadata(schema)
     return None if meta is None else _scoring_of(meta.get("scoring", ""))
+
+
+def higher_is_better(store: Store, benchmark: str) -> bool:
+    """Whether benchmark.yaml declares a higher metric better, as the ratings were scored (True without a ledger)."""
+    scoring = read_scoring(store, benchmark)
+    return True if scoring is None else bool(scoring.higher_is_better)
 
 
 def read_model(store: Store, benchmark: str) -> str:

@@ -10,6 +10,7 @@ import pandas as pd
 import pyarrow as pa
 
 from .layout import warehouse_path
+from .meaning import HEADERS, RANK_LEGEND, ZOOM, gap_note, header_title, level_words, rho_sentence
 from .standing import fragility_line, headline, unusual_agents
 
 TITLES = {
@@ -26,13 +27,6 @@ def png_data_uri(png: bytes) -> str:
 
 
 MAX_ROWS = 100  # rows per table: the report stays the size of its information, whatever the number of agents
-
-
-def _table(frame: pd.DataFrame, floatfmt: str = "{:.1f}", where: str = "") -> str:
-    shown = frame.head(MAX_ROWS).to_html(index=False, float_format=floatfmt.format, border=0, classes="t", escape=True)
-    if len(frame) > MAX_ROWS:
-        shown += f'<p class="more">{len(frame) - MAX_ROWS:,} more rows{html.escape(" in " + where) if where else ""}.</p>'
-    return shown
 
 
 SHORT = 19  # characters of a long value (a SHA-256, an ETag) shown; the whole value is in its title
@@ -67,7 +61,12 @@ def _html_table(
     else:
         rows, shown_rows = len(frame), frame.head(MAX_ROWS)
     columns = list(shown_rows.columns) if columns is None else columns
-    head = "".join(f"<th>{html.escape(str(c)).replace('_', '_<wbr>')}</th>" for c in columns)  # long names wrap
+    # headers in words; the raw column name and what it holds in the tooltip (and data-column, for programs)
+    head = "".join(
+        f'<th data-column="{html.escape(str(c))}" title="{html.escape(header_title(str(c)))}">'
+        f"{html.escape(HEADERS.get(str(c), str(c))).replace('_', '_<wbr>')}</th>"
+        for c in columns
+    )
     body = []
     for row in shown_rows.to_dict("records"):
         tds = []
@@ -129,7 +128,7 @@ def leaderboard(gaps: pd.DataFrame, agents: pd.DataFrame | None = None) -> tuple
             lead.append("rank range")
     if {"mu_lo", "mu_hi"} <= set(frame.columns):
         on = frame[ranked]
-        half = 1.1 * float(max((on["rating"] - on["mu_lo"]).max(), (on["mu_hi"] - on["rating"]).max(), 0.0)) if len(on) else 0.0
+        half = ZOOM * float(max((on["rating"] - on["mu_lo"]).max(), (on["mu_hi"] - on["rating"]).max(), 0.0)) if len(on) else 0.0
         frame["interval"] = ""
         cells["interval"] = lambda r: (
             "–"
@@ -138,6 +137,10 @@ def leaderboard(gaps: pd.DataFrame, agents: pd.DataFrame | None = None) -> tuple
         )
         lead.append("interval")
     frame["status_"] = ~ranked
+    if "rank_lo" in frame:  # by rank, then by rating within a rank (RANK_LEGEND); the unranked after the ranked
+        frame = frame.sort_values(
+            ["status_", "rank_lo", "rating"], ascending=[True, True, False], na_position="last", kind="stable"
+        )
     return frame, cells, half
 
 
@@ -153,6 +156,7 @@ def render_report(
     description: str = "",
     agents: pd.DataFrame | None = None,
     fragility: dict | None = None,
+    higher_is_better: bool = True,
 ) -> str:
     """The report's HTML text.
 
@@ -161,7 +165,8 @@ def render_report(
     it, and lists the provisional, disconnected and unplaced agents with their reasons. The leaderboard
     leads with rank (``=`` where shared), rank range and interval (``mu_lo, mu_hi``, from the gap table
     or ``agents``). ``fragility`` (the ``fragility_*`` values of ``agent_ratings``) says under the headline how
-    many test cases decide who is first.
+    many test cases decide who is first. ``higher_is_better`` is the direction benchmark.yaml declares: the sign
+    each ρ should have.
     """
     final = reliability.iloc[-1]
     gap_columns = [
@@ -183,7 +188,7 @@ def render_report(
     board, cells, half = leaderboard(gaps, agents)
     lead = [c for c in ("rank", "rank range", "interval") if c in board]
     cells = {**cells, "agent_id": lambda r: html.escape(str(r["agent_id"]))}  # ids whole, never shortened
-    zoom = f" Interval bars: ±{half:.0f} Elo around each rating." if half else ""
+    zoom = f" Interval bars: ±{half:.0f} Elo around each rating ({ZOOM:g}× the widest half-interval)." if half else ""
     leaders = html.escape(headline(gaps)) if "rank_lo" in gaps else ""
     unusual = "".join(f"<li>{html.escape(line)}</li>" for line in unusual_agents(gaps))
     sections = "\n".join(
@@ -206,16 +211,17 @@ table.t td.col-status_reason {{ text-align: left; }} svg.interval {{ vertical-al
 <p>{html.escape(description)}</p>
 <p id="summary">{len(gaps)} agents; hardest test case rated {gaps["hardest_test_case_rating"].iloc[0]:.1f};
 reliability at 100% of the matches: ρ(test cases) <span id="rho-test-cases">{final["rho_test_cases"]:.3f}</span>,
-ρ(agents) <span id="rho-agents">{final["rho_agents"]:.3f}</span>, MAE <span id="mae">{final["mae"]:.4f}</span>.</p>
+ρ(agents) <span id="rho-agents">{final["rho_agents"]:.3f}</span>, MAE <span id="mae">{final["mae"]:.4f}</span>.
+<span id="rho-meaning">{html.escape(rho_sentence(final["rho_test_cases"], final["rho_agents"], higher_is_better))}</span></p>
 <h2>Agents and their competency gaps</h2>
 <p id="headline">{leaders}</p>
 <p id="fragility">{html.escape(fragility_line(fragility))}</p>
 <ul id="unusual">{unusual}</ul>
-<p class="muted">Rank: <strong>=</strong> where agents share it (no interval separates them); rank range: the best
-and worst ranks the intervals allow; interval: the rating's 90% interval.{zoom}</p>
+<p class="muted" id="rank-legend">{html.escape(RANK_LEGEND)} Interval: the rating's {level_words()} interval.{zoom}</p>
 <div id="gaps">{_html_table(board, cells, warehouse_path("competency_gap_tables", benchmark), "leaderboard", lead + gap_columns)}</div>
+<p class="muted" id="gap-note">{html.escape(gap_note(gaps))}</p>
 <h2>Hardest test cases</h2>
-<div id="hardest">{_table(hardest)}</div>
+<div id="hardest">{_html_table(hardest, {})}</div>
 {sections}
 <h2>Inputs and code</h2>
 <p>Inputs digest <code id="inputs-digest" title="{html.escape(inputs_digest)}">{html.escape(inputs_digest)}</code>;

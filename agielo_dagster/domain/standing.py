@@ -16,7 +16,16 @@ import pandas as pd
 
 from ..rating.standing import STATUSES, top_tier
 
-__all__ = ["FRAGILITY_KEY", "MAX_NAMES", "fragility_line", "fragility_of", "headline", "status_counts", "unusual_agents"]
+__all__ = [
+    "FRAGILITY_KEY",
+    "MAX_NAMES",
+    "fragility_line",
+    "fragility_of",
+    "headline",
+    "new_agent_lines",
+    "status_counts",
+    "unusual_agents",
+]
 
 MAX_NAMES = 5  # names shown per list; the rest are counted
 UNUSUAL = tuple(s for s in STATUSES if s != "rated")
@@ -73,6 +82,32 @@ def unusual_agents(agents: Any, *, limit: int = MAX_NAMES) -> list[str]:
             lines.append(f"{status}: {row.agent_id}" + (f" — {reason}" if isinstance(reason, str) and reason else ""))
         if len(mine) > limit:
             lines.append(f"… and {len(mine) - limit} more {status}")
+    return lines
+
+
+def new_agent_lines(agents: Any, names: list[str], level: str, *, limit: int = MAX_NAMES) -> list[str]:
+    """One line per agent of ``names`` (new in this run), best first: its rank (``=`` where shared) and rank range, its
+    rating and ``level`` interval; an agent without a rank says its status instead. At most ``limit``, then a count."""
+    frame = _frame(agents)
+    rated = frame[frame["status"] == "rated"] if "status" in frame.columns else frame
+    shared = rated["rank_lo"].value_counts() if "rank_lo" in frame.columns else pd.Series(dtype=int)
+    mine = frame[frame["agent_id"].isin(names)].sort_values("mu", ascending=False, na_position="last", kind="stable")
+    lines = []
+    for row in mine.head(limit).to_dict("records"):
+        status = row.get("status", "rated")
+        if status == "rated" and row.get("rank_lo") == row.get("rank_lo") and "rank_lo" in row:
+            rank, hi = int(row["rank_lo"]), int(row["rank_hi"])
+            place = f"rank {'=' if shared.get(row['rank_lo'], 0) > 1 else ''}{rank}" + (
+                f" (range {rank}–{hi})" if hi != rank else ""
+            )
+        else:
+            place = str(status)
+        where = (
+            f"rated {row['mu']:.0f} [{row['mu_lo']:.0f}, {row['mu_hi']:.0f}] ({level} interval)" if row["mu"] == row["mu"] else ""
+        )
+        lines.append(f"new agent: {row['agent_id']}, {place}" + (f", {where}" if where else ""))
+    if len(mine) > limit:
+        lines.append(f"… and {len(mine) - limit} more new agents")
     return lines
 
 

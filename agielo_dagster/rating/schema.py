@@ -75,8 +75,16 @@ _OUTPUTS = (
     Column("range_warning", "string", "Set when the declared range is far wider than the matches span: gaps shrink."),
     Column("inputs_digest", "string", "A fingerprint of the inputs the output was computed from."),
     Column("code_version", "string", "The version of the code that computed the output."),
-    Column("rho_test_cases", "float64", "Spearman correlation of test-case ratings between this fraction and all matches."),
-    Column("rho_agents", "float64", "Spearman correlation of agent ratings between this fraction and all matches."),
+    Column(
+        "rho_test_cases",
+        "float64",
+        "Spearman correlation of test-case ratings with their mean metric: negative where higher is better, positive where lower is.",
+    ),
+    Column(
+        "rho_agents",
+        "float64",
+        "Spearman correlation of agent ratings with their mean metric: positive where higher is better, negative where lower is.",
+    ),
     Column("mae", "float64", "Mean absolute error of expected against observed scores, over rating-difference bins."),
     Column("mse", "float64", "Mean squared error of expected against observed scores, over the same bins."),
     Column("matches_outside_bins", "int64", "Matches whose rating difference falls outside the calibration bins."),

@@ -25,7 +25,7 @@ from .graph import warn_disconnected
 from .intervals import interval_ranks, z_of
 from .placement import place_agents
 from .schema import MATCH_COLUMNS
-from .settings import DEFAULT_MODEL, DEFAULT_ORDERS
+from .settings import DEFAULT_LEVEL, DEFAULT_MODEL, DEFAULT_ORDERS
 from .subset_placement import place_on_subset
 
 __all__ = ["SLICE_COLUMNS", "query_ranking", "slice_ratings", "slice_test_cases"]
@@ -102,7 +102,7 @@ def slice_ratings(
     tags: Table,
     *,
     min_test_cases: int = 20,
-    level: float = 0.9,
+    level: float = DEFAULT_LEVEL,
     max_values_per_tag: int = 50,
     model: str = DEFAULT_MODEL,
     orders: int = DEFAULT_ORDERS,
@@ -202,7 +202,7 @@ def query_ranking(
     *,
     alpha: float = 0.1,
     resamples: int = 200,
-    level: float = 0.9,
+    level: float = DEFAULT_LEVEL,
     seed: int = 0,
     by: str = "score",
     higher_is_better: bool = True,

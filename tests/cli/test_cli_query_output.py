@@ -1,10 +1,11 @@
-"""`agielo query` says what it leaves out and names its scale; the run summary explains the sign of rho."""
+"""`agielo query` says what it leaves out and names its scale; the sign of rho is explained by the declared direction."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from agielo_dagster.cli import main, rho_meaning
+from agielo_dagster.cli import main
+from agielo_dagster.domain.meaning import rho_meaning
 
 
 def write_warehouse(root, agents=21, test_cases=30, seed=7):
@@ -41,12 +42,52 @@ def test_query_refuses_a_top_below_one(tmp_path, capsys):
 
 
 @pytest.mark.parametrize(
-    "rho, phrase",
+    "rho, higher_is_better, of, phrase",
     [
-        (-0.92, "harder test cases, lower scores: as expected"),
-        (0.3, "check the metric's direction"),
-        (float("nan"), "not measured"),
+        (-0.92, True, "test cases", "harder test cases, lower metric: as expected where higher is better"),
+        (0.3, True, "test cases", "(ρ +0.30), though benchmark.yaml declares higher is better: check the metric's direction"),
+        # a declared lower-is-better metric (an error): harder test cases have a higher one, stronger agents a lower one
+        (1.0, False, "test cases", "harder test cases, higher metric: as expected where lower is better"),
+        (-1.0, False, "agents", "stronger agents, lower metric: as expected where lower is better"),
+        (-0.5, False, "test cases", "(ρ -0.50), though benchmark.yaml declares lower is better: check the metric's direction"),
+        (0.8, True, "agents", "stronger agents, higher metric: as expected where higher is better"),
+        (float("nan"), False, "test cases", "not measured"),
     ],
 )
-def test_the_sign_of_rho_is_explained(rho, phrase):
-    assert phrase in rho_meaning(rho)
+def test_the_sign_of_rho_is_explained_by_the_declared_direction(rho, higher_is_better, of, phrase):
+    meaning = rho_meaning(rho, higher_is_better, of=of)
+    assert phrase in meaning
+    assert ("check the metric's direction" in meaning) == ("though" in phrase)
+
+
+def test_negative_gaps_are_explained_in_the_summary(tmp_path):
+    """An absolute-error benchmark declared on [0, 242]: four agents already score on the hardest test case (gap < 0);
+    the summary says what that means and the range it rests on, once, under the benchmark's line."""
+    import io
+
+    from agielo_dagster.cli import RunSummary, print_summary
+    from agielo_dagster.domain.store import Store
+
+    gaps = pd.DataFrame(
+        {
+            "agent_id": [f"m{i}" for i in range(6)],
+            "rating": [1900.0, 1850.0, 1800.0, 1750.0, 1500.0, 1400.0],
+            "gap_50": [-74.0, -40.0, -10.0, -4.0, 120.0, 220.0],
+            "gap_99": [300.0] * 6,
+            "assumed_metric_lo": 0.0,
+            "assumed_metric_hi": 242.0,
+        }
+    )
+    for table, frame in (
+        ("competency_gap_tables", gaps),
+        ("reliability_reports", pd.DataFrame({"rho_test_cases": [0.9], "mae": [0.1]})),
+        ("agent_ratings", gaps[["agent_id"]]),
+    ):
+        (tmp_path / "warehouse" / table).mkdir(parents=True)
+        frame.to_parquet(tmp_path / "warehouse" / table / "errors.parquet")
+    out = io.StringIO()
+    print_summary(Store(str(tmp_path)), RunSummary(), out=out)
+    assert (
+        "    gap < 0 for 4 agents: already scoring on the hardest test case with 50 % confidence, under the metric "
+        "range [0, 242] benchmark.yaml declares"
+    ) in out.getvalue().splitlines(), out.getvalue()

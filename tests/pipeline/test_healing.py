@@ -230,7 +230,7 @@ def test_a_metric_rename_withdraws_the_ratings_and_says_so(small):
     root, home, tmp = small
     (root / "raw/quiz/benchmark.yaml").write_text("metric: accuracy\nscoring: identity\n")
     out = agielo(root, home)
-    assert "withdrawn: quiz (no accepted upload): its outputs are removed" in out.stdout
+    assert "withdrawn: quiz (none of its 4 uploads is accepted: the reasons are below): its outputs are removed" in out.stdout
     assert "quiz: 4 agents" not in out.stdout and "(rule: has_metric)" in out.stdout
     assert warehouse(root) == clean_warehouse(root, tmp)
     assert "rated 0 benchmark(s)" in agielo(root, home).stdout

@@ -520,7 +520,7 @@ def test_the_report_leads_with_rank_range_and_interval_and_fits_1280_px(benchmar
 
     headers, shown, widths, (short, title, n_digests), scroll, (rank, rank_range) = run(check)
     assert rank == "–" and re.fullmatch(r"\d+(–\d+)?", rank_range)  # no rank of its own, a range among the rated
-    assert headers[:4] == ["rank", "rank range", "interval", "agent_id"]
+    assert headers[:4] == ["rank", "rank range", "interval", "agent"]  # in words (agent_id in the tooltip)
     assert all(visible for visible, _ in shown)
     best = agents.sort_values("mu", ascending=False).iloc[0]
     assert re.fullmatch(r"=?1", shown[0][1]) and re.fullmatch(rf"1(–{best['rank_hi']})?", shown[1][1])
@@ -562,3 +562,44 @@ def test_a_column_converts_as_its_values_do_one_by_one(values):
     expected = [_clean(v) for v in values.tolist()]
     assert _column(values) == expected
     assert json.dumps(_column(values), allow_nan=False) == json.dumps(expected, allow_nan=False)
+
+
+def test_ranks_read_in_order_under_their_legend(browser, tmp_path):
+    """Sorted by rank (the default), agents of the same rank are listed by rating, and the legend says why a higher
+    rating can rank lower: ``=4 mlp, =4 linear_discriminant, 5 knn_5``, not by rating's ``=4, 5, =4``."""
+    from agielo_dagster.domain.meaning import RANK_LEGEND
+
+    from ..test_figures_and_report import tied_board
+
+    run, chromium = browser
+    agents = tied_board().rename(columns={"rating": "mu"})
+    path = tmp_path / "ranks.html"
+    path.write_text(render_explorer("ranks", agents, pd.DataFrame({"test_case_id": ["t1"], "mu": [1500.0]})), encoding="utf-8")
+
+    def read():
+        context = chromium.new_context(offline=True)
+        page = context.new_page()
+        page.goto(path.as_uri(), wait_until="load")
+        rows = page.locator("#leaderboard-grid tbody tr")
+        rows.first.wait_for()
+        shown = [
+            (rows.nth(i).locator("td").first.inner_text(), rows.nth(i).locator(".agent-name").inner_text()) for i in range(6)
+        ]
+        legend = page.locator("#rank-legend").inner_text()
+        context.close()
+        return shown, legend
+
+    shown, legend = run(read)
+    assert shown[3:] == [("=4", "mlp"), ("=4", "linear_discriminant"), ("5", "knn_5")]
+    assert legend == RANK_LEGEND
+
+
+def test_the_leaderboards_numbers_explain_themselves(benchmark):
+    """Beside the gaps and shares beaten, what they assume and what a negative gap means; each number's header has
+    its raw column name and description in its tooltip."""
+    from agielo_dagster.domain.meaning import header_title
+
+    data = explorer_data("quiz", benchmark["agents"], benchmark["result"].test_cases, gaps=benchmark["gaps"])
+    assert "a negative gap: the agent already does" in data["words"]["gaps"]
+    assert data["words"]["titles"]["pct_beaten_50"] == header_title("pct_beaten_50")
+    assert data["words"]["titles"]["gap_50"].startswith("gap_50: The competency gap")

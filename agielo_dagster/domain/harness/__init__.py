@@ -52,7 +52,8 @@ and the line; an Inspect error the sample (id and epoch, or its member ``samples
 ``archive_size``, ``archive_members``,                   an ``.eval`` whose members expand past the upload limit (each or in
 ``archive_method``                                       all, or past their declared size), too many members, encrypted or
                                                          compressed other than stored, deflate or zstd (``harness/archive.py``)
-``harness_duplicate``                                    two logs claim the same (model, task): both are refused
+``harness_duplicate``                                    two logs claim the same (model, task): of two harnesses, the one
+                                                         ``registry.PRECEDENCE`` puts first is kept; of one, both are refused
 ``lm_eval_unreadable``, ``inspect_unreadable``,          anything else that went wrong reading the file (the reader raised,
 ``helm_unreadable``, ``eee_unreadable``                  an unforeseen shape), with the exception's class and message
 ======================================================  ==================================================================

@@ -31,6 +31,8 @@ __all__ = [
     "Reader",
     "HarnessReader",
     "check_duplicates",
+    "duplicate_message",
+    "kept_claim",
     "folder_drop",
     "infer_spec",
     "merge_specs",
@@ -227,11 +229,29 @@ def merge_specs(spec_yamls: Sequence[str]) -> str:
     return _spec_text(specs[0].metric, (float(lo), float(hi)), directions.pop(), specs[0].description)
 
 
-def check_duplicates(uploads: Iterable[DerivedUpload]) -> tuple[list[DerivedUpload], list[IngestError]]:
-    """Keep the uploads whose (benchmark, agent) no other upload claims; one ``harness_duplicate`` error per clash.
+def kept_claim(harnesses: Sequence[str], precedence: Sequence[str]) -> int | None:
+    """Of the logs that claim one (benchmark, agent), given by their harnesses, the index of the one kept: the only
+    log of the first harness of ``precedence`` among them. None when that harness wrote two of them (or ``precedence``
+    ranks none): both are refused, since which run is right is the user's call, never the order of a listing."""
+    rank = [precedence.index(h) if h in precedence else len(precedence) for h in harnesses]
+    best = min(rank)
+    return rank.index(best) if rank.count(best) == 1 and best < len(precedence) else None
 
-    Two logs that claim the same (model, task), in one drop or across drops, are both refused: which one is right
-    is the user's call (delete one), never the order in which they were listed.
+
+def duplicate_message(agent: str, task: str, others: Sequence[str], kept: str | None, precedence: Sequence[str]) -> str:
+    """Why a log's (model, task) is not used: another log is kept by the harness precedence, or the clash is the user's."""
+    if kept is None:
+        return f"also claimed by {', '.join(others)}: agent {agent!r}, task {task!r}; keep one"
+    return f"agent {agent!r}, task {task!r}: the harness precedence {' > '.join(precedence)} takes it from {kept}, not this log"
+
+
+def check_duplicates(
+    uploads: Iterable[DerivedUpload], precedence: Sequence[str] = ()
+) -> tuple[list[DerivedUpload], list[IngestError]]:
+    """Keep the uploads whose (benchmark, agent) no other upload claims; one ``harness_duplicate`` error per log not kept.
+
+    Logs of different harnesses that claim the same (model, task) are settled by ``precedence`` (:func:`kept_claim`):
+    one is kept, the others are named. Two logs of one harness, in one drop or across drops, are both refused.
     """
     by_key: dict[tuple[str, str], list[DerivedUpload]] = {}
     for up in uploads:
@@ -241,16 +261,16 @@ def check_duplicates(uploads: Iterable[DerivedUpload]) -> tuple[list[DerivedUplo
         if len(group) == 1:
             kept.append(group[0])
             continue
+        winner = kept_claim([up.harness for up in group], precedence)
         files = sorted({s for up in group for s in up.sources[:1]})
-        for up in group:
+        for i, up in enumerate(group):
+            if i == winner:
+                kept.append(up)
+                continue
             others = [f for f in files if f != up.sources[0]] or files
-            errors.append(
-                error(
-                    up.sources[0],
-                    "harness_duplicate",
-                    f"also claimed by {', '.join(others)}: agent {up.original_agent!r}, task {up.original_benchmark!r}; keep one",
-                )
-            )
+            taken = None if winner is None else group[winner].sources[0]
+            message = duplicate_message(up.original_agent, up.original_benchmark, others, taken, precedence)
+            errors.append(error(up.sources[0], "harness_duplicate", message))
     return kept, errors
 
 

@@ -18,9 +18,13 @@ from .helm import Helm
 from .inspect_log import Inspect
 from .lm_eval import LmEval
 
-__all__ = ["READERS", "drops_of", "harness_of", "read_all", "read_drop", "reader_environment", "reader_version"]
+__all__ = ["PRECEDENCE", "READERS", "drops_of", "harness_of", "read_all", "read_drop", "reader_environment", "reader_version"]
 
 READERS: dict[str, HarnessReader] = {reader.name: reader for reader in (LmEval(), Inspect(), Helm(), Eee())}
+PRECEDENCE = tuple(READERS)
+"""Which log is kept when logs of different harnesses claim one (model, task) (:func:`~.common.kept_claim`): the
+harnesses' own logs (lm-eval, Inspect, HELM) before Every Eval Ever, which republishes other harnesses' results,
+so a conversion never outvotes the run it was converted from; the one not kept is named (``harness_duplicate``)."""
 
 
 def harness_of(path: str) -> Drop | None:
@@ -96,10 +100,11 @@ def read_drop(harness: str, paths: Sequence[str], read: Reader, *, max_bytes: in
 
 
 def read_all(paths: Sequence[str], read: Reader, *, max_bytes: int = MAX_LOG_BYTES) -> HarnessResult:
-    """Every drop of a storage listing, read, then :func:`check_duplicates` across drops (two logs, one claim)."""
+    """Every drop of a storage listing, read, then :func:`check_duplicates` across drops (two logs, one claim), settled
+    by :data:`PRECEDENCE`."""
     result = HarnessResult()
     for drop, group in drops_of(paths).items():
         result.extend(read_drop(drop.harness, group, read, max_bytes=max_bytes))
-    result.uploads, duplicates = check_duplicates(result.uploads)
+    result.uploads, duplicates = check_duplicates(result.uploads, PRECEDENCE)
     result.errors.extend(duplicates)
     return result
