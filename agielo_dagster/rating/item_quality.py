@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import partial
 
 import numba
 import numpy as np
@@ -68,7 +69,8 @@ def _modes(start, agent, score, theta, beta, tau2, omega2, inv):
 
     The posterior can have two modes: a rising curve at the difficulty ``beta`` and a falling one at its mirror
     image about the agents' mean rating (a reversed test case: its few successes are the weakest agents'). Newton's
-    method from (``beta``, 1) finds the first alone, so it also starts from the mirror with α = −1; the higher wins."""
+    method from (``beta``, 1) finds the first alone, so where the scores fall with the ratings (a negative
+    covariance) it also starts from the mirror with α = −1, and the higher mode wins."""
     n_t = len(start) - 1
     mode = np.empty((n_t, 2))
     curvature = np.empty((n_t, 3))
@@ -78,8 +80,13 @@ def _modes(start, agent, score, theta, beta, tau2, omega2, inv):
         for i in range(lo, hi):
             centre += theta[agent[i]]
         centre /= max(hi - lo, 1)
+        covariance = 0.0
+        for i in range(lo, hi):
+            covariance += score[i] * (theta[agent[i]] - centre)
         best = -math.inf
         for b0, a0 in ((beta[t], 1.0), (2.0 * centre - beta[t], -1.0)):
+            if a0 < 0.0 and covariance >= 0.0:
+                break
             b, a, cbb, cba, caa = _mode(lo, hi, agent, score, theta, b0, a0, tau2, omega2, inv)
             lp = _log_posterior(lo, hi, agent, score, theta, b, a, tau2, omega2, inv)
             if lp > best:
@@ -116,17 +123,12 @@ def _typical_sd(data: ByTestCase, test_case, theta, beta, inv: float) -> np.ndar
         return 1.0 / np.sqrt(np.maximum(iaa - iba * iba / ibb, 0.0))
 
 
-def _halves(data: ByTestCase, test_case, theta) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per test case: k (half its agents, rounded down), and the k strongest and the k weakest agents' mean scores."""
-    counts = np.diff(data.start)
-    order = np.lexsort((theta[data.agent], test_case))  # by test case, then the agent's rating
-    place = np.arange(len(order)) - data.start[test_case[order]]
-    n, k = counts[test_case[order]], counts[test_case[order]] // 2
-    s, t = data.score[order], test_case[order]
-    half = np.maximum(counts // 2, 1)
-    weak = np.bincount(t, np.where(place < k, s, 0.0), len(counts)) / half
-    strong = np.bincount(t, np.where(place >= n - k, s, 0.0), len(counts)) / half
-    return counts // 2, strong, weak
+def _halves(data: ByTestCase, theta: np.ndarray, t: int) -> tuple[int, float, float]:
+    """k (half the test case's agents, rounded down), and the k strongest and the k weakest agents' mean scores."""
+    rows = slice(data.start[t], data.start[t + 1])
+    score = data.score[rows][np.argsort(theta[data.agent[rows]], kind="stable")]
+    k = len(score) // 2
+    return k, float(score[len(score) - k :].mean()), float(score[:k].mean())
 
 
 def item_quality(
@@ -157,20 +159,20 @@ def item_quality(
     lowest = np.minimum.reduceat(data.score, data.start[:-1]) if len(data.score) else np.zeros(0)
     highest = np.maximum.reduceat(data.score, data.start[:-1]) if len(data.score) else np.zeros(0)
     typical = _typical_sd(data, test_case, theta, beta, inv)
-    k, strong, weak = _halves(data, test_case, theta)
     flag = np.full(data.n_test_cases, "", dtype=object)
     reason = np.full(data.n_test_cases, "", dtype=object)
     # a test case that is fine needs no words: only the others go through _judge (a wide benchmark has millions)
     fine = (counts >= 2) & (lowest < highest) & (typical <= 1.0 / (2.0 * z)) & (lo > 0.0)
-    rows = np.column_stack([counts, high, low, lowest, highest, lo, alpha, hi, k, strong, weak, typical])
+    rows = np.column_stack([counts, high, low, lowest, highest, lo, alpha, hi, typical])
     for t in np.flatnonzero(~fine):
-        flag[t], reason[t] = _judge(*rows[t].tolist(), z=z, binary=binary)
+        # its agents are sorted by rating only where the reason needs them
+        flag[t], reason[t] = _judge(*rows[t].tolist(), partial(_halves, data, theta, t), z=z, binary=binary)
     return ItemQuality(alpha, lo, hi, flag, reason)
 
 
-def _judge(n, n_best, n_worst, lowest, highest, lo, alpha, hi, k, strong, weak, typical, *, z, binary) -> tuple[str, str]:
-    """(flag, reason) of one test case."""
-    n, k = int(n), int(k)
+def _judge(n, n_best, n_worst, lowest, highest, lo, alpha, hi, typical, halves, *, z, binary) -> tuple[str, str]:
+    """(flag, reason) of one test case; ``halves()``: its k, and the k strongest and k weakest agents' mean scores."""
+    n = int(n)
     agents = f"{n} agent{'s' if n != 1 else ''}"
     if n_best == n:
         return "saturated", f"all {agents} succeed on it (score 1): it no longer tells agents apart"
@@ -181,19 +183,20 @@ def _judge(n, n_best, n_worst, lowest, highest, lo, alpha, hi, k, strong, weak, 
     if lowest == highest:
         return "uninformative", f"all {agents} score {lowest:.3g} on it: it tells no agents apart"
     interval = f"discrimination {alpha:.2f}, interval {lo:.2f} to {hi:.2f}"
+    k, strong, weak = halves()
     if binary:
-        halves = f"the {k} strongest agents pass {round(strong * k)} of {k} and the {k} weakest pass {round(weak * k)} of {k}"
+        split = f"the {k} strongest agents pass {round(strong * k)} of {k} and the {k} weakest pass {round(weak * k)} of {k}"
     else:
-        halves = f"the {k} strongest agents score {strong:.2f} on average and the {k} weakest {weak:.2f}"
+        split = f"the {k} strongest agents score {strong:.2f} on average and the {k} weakest {weak:.2f}"
     if hi < 0.0:
-        return "likely_mislabeled", f"{halves} ({interval}): the reference answer or the scoring is probably wrong"
+        return "likely_mislabeled", f"{split} ({interval}): the reference answer or the scoring is probably wrong"
     if not typical <= 1.0 / (2.0 * z):
         return "", (
             f"not enough information to judge: its {agents} are too alike or too far from its difficulty "
             f"to tell even a typical test case's discrimination from 0"
         )
     if lo <= 0.0:
-        return "uninformative", f"{halves} ({interval}): its results do not follow the agents' ratings"
+        return "uninformative", f"{split} ({interval}): its results do not follow the agents' ratings"
     return "", ""
 
 
