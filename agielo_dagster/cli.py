@@ -311,8 +311,9 @@ def print_summary(store: Store, summary: RunSummary, out: TextIO | None = None) 
     To ``out``, or to ``sys.stdout`` as it is when called (so that a caller's ``redirect_stdout`` holds)."""
     from .assets.quarantine import read_quarantine
     from .domain.inputs import present_benchmarks
-    from .domain.layout import raw_folder, warehouse_folder, warehouse_path
+    from .domain.layout import raw_folder, suspects_path, warehouse_folder, warehouse_path
     from .domain.standing import fragility_line, fragility_of, status_counts, unusual_agents
+    from .domain.suspects import mislabeled_ids, mislabeled_line, read_flags
 
     out = sys.stdout if out is None else out
     print(f"agielo: storage {store.where}", file=out)
@@ -341,6 +342,12 @@ def print_summary(store: Store, summary: RunSummary, out: TextIO | None = None) 
             print(f"    {fragility_line(fragility)}", file=out)
         for line in unusual_agents(gaps):
             print(f"    {line}", file=out)
+        try:
+            mislabeled = mislabeled_ids(read_flags(store, benchmark))
+        except (OSError, ValueError):
+            mislabeled = []  # being rewritten by another process: the next run shows it
+        if mislabeled:
+            print(f"    {mislabeled_line(mislabeled, store.uri(suspects_path(benchmark)))}", file=out)
     if summary.judgment_sets_read:
         print(f"  judgments: read {len(summary.judgment_sets_read)} set(s): {', '.join(summary.judgment_sets_read)}", file=out)
     present = present_benchmarks(store)

@@ -41,8 +41,9 @@ TWIN_MAX_MATCHES = 250_000  # above it the yardstick stays null: 10 twins of 1,0
         ),
         "test_case_ratings": benchmark_output(
             "Difficulty of every test case: test_case_id, mu (its posterior mean under the benchmark's model), sigma, "
-            "matches, mean_score, mean_metric, component (model glicko: mu_order_sd and the rating history mu_after_j, "
-            "sigma_after_j that places new agents)."
+            "discrimination with its interval, flag (likely_mislabeled, saturated, unsolved, uninformative) and "
+            "flag_reason, matches, mean_score, mean_metric, component (model glicko: mu_order_sd and the rating history "
+            "mu_after_j, sigma_after_j that places new agents)."
         ),
         "agent_ratings": benchmark_output(
             "Competency of every agent: agent_id, mu, sigma, matches, mean_score, mean_metric, the "

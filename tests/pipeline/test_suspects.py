@@ -1,0 +1,67 @@
+"""Test cases that look mislabeled, where people see them (issue 40): the check, the annotators' export, the summary."""
+
+import io
+
+import dagster as dg
+import numpy as np
+import pandas as pd
+
+from agielo_dagster.cli import RunSummary, print_summary
+
+from .conftest import write_benchmark, write_log
+
+CHECK = "few_mislabeled_test_cases"
+AGENTS = np.linspace(900, 2100, 30)
+
+
+def write_reversed(root, benchmark: str, reversed_: list[str]) -> None:
+    """30 agents × 60 test cases, the ``reversed_`` ones scored 1 − S for every agent (a wrong reference answer)."""
+    matches = write_benchmark(root, benchmark, AGENTS, test_cases=60, seed=3)
+    flip = matches["test_case_id"].isin(reversed_)
+    matches.loc[flip, "metric"] = 1.0 - matches.loc[flip, "metric"]
+    for agent, rows in matches.groupby("agent_id"):
+        write_log(root, benchmark, agent, rows.rename(columns={"metric": "correct"})[["test_case_id", "correct"]])
+
+
+def evaluation(runs):
+    found = [e for run in runs for e in run.get_asset_check_evaluations() if e.check_name == CHECK]
+    return found[-1]
+
+
+def test_mislabeled_test_cases_are_flagged_exported_checked_and_summarized(daemon, root):
+    reversed_ = ["tc_05", "tc_17"]  # informative ones: 50-95 % of the agents solve them before the reversal
+    write_reversed(root, "quiz", reversed_)
+    result = evaluation(daemon.settle())
+    cases = pd.read_parquet(root / "warehouse/test_case_ratings/quiz.parquet").set_index("test_case_id")
+    flagged = sorted(cases.index[cases["flag"] == "likely_mislabeled"])
+    assert flagged == reversed_
+    # 2 of 60 (3.3 %) is above the 2 % the check allows: a warning, with every flag counted
+    assert not result.passed and result.severity == dg.AssetCheckSeverity.WARN
+    assert result.metadata["likely_mislabeled"].value == 2 and result.metadata["test_cases"].value == 60
+    assert "2 test cases look mislabeled: tc_05, tc_17" in result.description
+
+    # the annotators' export: spreadsheet-safe, each suspect with every agent's score, strongest agent first
+    export = pd.read_csv(root / "warehouse/exports/suspects/quiz.csv")
+    mislabeled = export[export["flag"] == "likely_mislabeled"].set_index("test_case_id")
+    assert sorted(mislabeled.index) == reversed_
+    ratings = pd.read_parquet(root / "warehouse/agent_ratings/quiz.parquet")
+    ratings = ratings.sort_values(["mu", "agent_id"], ascending=[False, True])
+    assert list(export.columns[7:]) == list(ratings["agent_id"])
+    raw = pd.read_csv(root / "raw/quiz/agent_29.csv").set_index("test_case_id")["correct"]
+    assert mislabeled.loc["tc_05", "agent_29"] == raw["tc_05"]
+    assert (root / "warehouse/exports/suspects/quiz.jsonl").exists()
+
+    out = io.StringIO()
+    print_summary(daemon.storage.store, RunSummary(), out=out)
+    assert "2 test cases look mislabeled: tc_05, tc_17 (their results by agent: " in out.getvalue()
+    assert "exports/suspects/quiz.csv" in out.getvalue()
+
+
+def test_a_clean_benchmark_passes_the_check_and_exports_nothing(daemon, root):
+    write_reversed(root, "clean", [])
+    result = evaluation(daemon.settle())
+    assert result.passed and result.metadata["likely_mislabeled"].value == 0
+    assert not (root / "warehouse/exports/suspects/clean.csv").exists()
+    out = io.StringIO()
+    print_summary(daemon.storage.store, RunSummary(), out=out)
+    assert "mislabeled" not in out.getvalue()
