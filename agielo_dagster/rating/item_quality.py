@@ -15,7 +15,9 @@ Flags, the first that applies:
 
 - ``saturated``: every agent scores 1; ``unsolved``: every agent scores 0 (S = 1 is the best, whatever the metric's
   direction);
-- ``likely_mislabeled``: the discrimination's interval lies wholly below 0;
+- ``likely_mislabeled``: the discrimination is below 0 with a posterior probability above the run's level (one-sided:
+  the question is only whether it is negative; the two-sided interval missed a tenth of the planted errors on the
+  demo's digits, see docs/capabilities.md);
 - ``uninformative``: the interval includes 0 although the test case's agents would tell a typical test case's
   from 0: a discrimination of 1 at its difficulty would have an sd ≤ 1 / (2 z), so that its interval would clear 0
   with probability 1 − (1 − level) / 2 (97.5 % at 95 %); or every agent scores the same;
@@ -31,10 +33,12 @@ from functools import partial
 
 import numba
 import numpy as np
+from scipy.special import ndtr
 
 from ._logistic_kernels import _log_lik
 from ._twopl_kernels import _mode
 from .frames import Matches
+from .intervals import z_of
 from .logistic import CENTRE, LOGIT, ByTestCase, by_test_case
 
 __all__ = ["FLAGS", "QUALITY_COLUMNS", "ItemQuality", "glicko_item_quality", "item_quality"]
@@ -139,11 +143,11 @@ def item_quality(
     tau2: float,
     phi: float,
     binary: bool,
-    z: float,
+    level: float,
     model: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> ItemQuality:
     """Each test case's discrimination and flag given the agents' ratings ``theta`` and the test cases' ``beta``
-    (logits from the centre; β's prior variance ``tau2``), graded scores' dispersion ``phi``, the interval's ``z``;
+    (logits from the centre; β's prior variance ``tau2``), graded scores' dispersion ``phi``, the interval's ``level``;
     ``model``: the model's own discrimination (mean, sd), used as it is."""
     test_case = np.repeat(np.arange(data.n_test_cases), np.diff(data.start))
     inv = 1.0 / phi
@@ -153,7 +157,10 @@ def item_quality(
         sd = np.sqrt(_alpha_variance(data, test_case, theta, mode, curvature, binary, inv))
     else:
         alpha, sd = model
+    z = z_of(level)
     lo, hi = alpha - z * sd, alpha + z * sd
+    with np.errstate(divide="ignore", invalid="ignore"):
+        negative = ndtr(-alpha / sd)  # P(α < 0) under the normal approximation
     counts = np.diff(data.start)
     low, high = (np.bincount(test_case, data.score == s, data.n_test_cases) for s in (0.0, 1.0))
     lowest = np.minimum.reduceat(data.score, data.start[:-1]) if len(data.score) else np.zeros(0)
@@ -162,15 +169,15 @@ def item_quality(
     flag = np.full(data.n_test_cases, "", dtype=object)
     reason = np.full(data.n_test_cases, "", dtype=object)
     # a test case that is fine needs no words: only the others go through _judge (a wide benchmark has millions)
-    fine = (counts >= 2) & (lowest < highest) & (typical <= 1.0 / (2.0 * z)) & (lo > 0.0)
-    rows = np.column_stack([counts, high, low, lowest, highest, lo, alpha, hi, typical])
+    fine = (counts >= 2) & (lowest < highest) & (typical <= 1.0 / (2.0 * z)) & (lo > 0.0) & (negative <= level)
+    rows = np.column_stack([counts, high, low, lowest, highest, lo, alpha, hi, negative, typical])
     for t in np.flatnonzero(~fine):
         # its agents are sorted by rating only where the reason needs them
-        flag[t], reason[t] = _judge(*rows[t].tolist(), partial(_halves, data, theta, t), z=z, binary=binary)
+        flag[t], reason[t] = _judge(*rows[t].tolist(), partial(_halves, data, theta, t), level=level, binary=binary)
     return ItemQuality(alpha, lo, hi, flag, reason)
 
 
-def _judge(n, n_best, n_worst, lowest, highest, lo, alpha, hi, typical, halves, *, z, binary) -> tuple[str, str]:
+def _judge(n, n_best, n_worst, lowest, highest, lo, alpha, hi, negative, typical, halves, *, level, binary) -> tuple[str, str]:
     """(flag, reason) of one test case; ``halves()``: its k, and the k strongest and k weakest agents' mean scores."""
     n = int(n)
     agents = f"{n} agent{'s' if n != 1 else ''}"
@@ -188,9 +195,12 @@ def _judge(n, n_best, n_worst, lowest, highest, lo, alpha, hi, typical, halves, 
         split = f"the {k} strongest agents pass {round(strong * k)} of {k} and the {k} weakest pass {round(weak * k)} of {k}"
     else:
         split = f"the {k} strongest agents score {strong:.2f} on average and the {k} weakest {weak:.2f}"
-    if hi < 0.0:
-        return "likely_mislabeled", f"{split} ({interval}): the reference answer or the scoring is probably wrong"
-    if not typical <= 1.0 / (2.0 * z):
+    if negative > level:
+        return "likely_mislabeled", (
+            f"{split} ({interval}, below 0 with probability {negative:.3f}): the reference answer or the scoring is "
+            f"probably wrong"
+        )
+    if not typical <= 1.0 / (2.0 * z_of(level)):
         return "", (
             f"not enough information to judge: its {agents} are too alike or too far from its difficulty "
             f"to tell even a typical test case's discrimination from 0"
@@ -200,10 +210,10 @@ def _judge(n, n_best, n_worst, lowest, highest, lo, alpha, hi, typical, halves, 
     return "", ""
 
 
-def glicko_item_quality(m: Matches, agent_mu: np.ndarray, test_case_mu: np.ndarray, z: float) -> ItemQuality:
+def glicko_item_quality(m: Matches, agent_mu: np.ndarray, test_case_mu: np.ndarray, level: float) -> ItemQuality:
     """:func:`item_quality` at Glicko's ratings (Elo): β's prior is the spread of its test cases' ratings, and graded
     scores are weighed as binary ones (their interval is the sandwich's, whatever the dispersion)."""
     beta = (test_case_mu - CENTRE) / LOGIT
     binary = bool(np.all((m.score == 0.0) | (m.score == 1.0)))
     tau2 = max(float(np.var(beta)), 1e-2)
-    return item_quality(by_test_case(m), (agent_mu - CENTRE) / LOGIT, beta, tau2=tau2, phi=1.0, binary=binary, z=z)
+    return item_quality(by_test_case(m), (agent_mu - CENTRE) / LOGIT, beta, tau2=tau2, phi=1.0, binary=binary, level=level)

@@ -138,7 +138,9 @@ def rate_logistic(m: Matches, settings: RatingSettings, *, warn: bool = True) ->
     )
     # the 2PL's own discrimination (its posterior given the agents: mean ± z sd), else one fitted per test case
     own = (fit.mean[:, 1], np.sqrt(fit.var[:, 1])) if model is TWOPL else None
-    quality = item_quality(data, fit.theta, fit.beta_mean, tau2=fit.tau2, phi=fit.phi, binary=binary, z=z, model=own)
+    quality = item_quality(
+        data, fit.theta, fit.beta_mean, tau2=fit.tau2, phi=fit.phi, binary=binary, level=settings.level, model=own
+    )
     after_sigma = test_cases.columns.get_loc("sigma") + 1  # test_case_id is added later for Arrow ids
     for place, column in enumerate(QUALITY_COLUMNS):
         test_cases.insert(after_sigma + place, column, getattr(quality, column))

@@ -59,8 +59,8 @@ _OUTPUTS = (
     Column(
         "flag",
         "string",
-        "likely_mislabeled (discrimination's interval below 0), saturated (every agent scores 1), unsolved (every agent "
-        "scores 0), uninformative (interval includes 0 where agents would tell), or empty.",
+        "likely_mislabeled (discrimination below 0 with probability above the run's level), saturated (every agent "
+        "scores 1), unsolved (every agent scores 0), uninformative (interval includes 0 where agents would tell), or empty.",
     ),
     Column("flag_reason", "string", "Why the test case has its flag, in words to check; or why it could not be judged."),
     Column("matches", "int64", "How many matches the row counts."),
