@@ -136,12 +136,12 @@ def cost() -> None:
     m = simulate_matches(rng.normal(1500, 400, 1000), rng.normal(1500, 400, 1000), seed=4)
     for model in ("rasch", "2pl"):
         rate(m.head(2000), model=model, **QUICK)  # compiled before timing
-    seconds = {}
+    seconds, fits = {}, {}
     for model in ("rasch", "2pl"):
         start = time.process_time()
-        result = rate(m, model=model, **QUICK)
+        fits[model] = rate(m, model=model, **QUICK).fitted.state
         seconds[model] = time.process_time() - start
-    fit, data = result.fitted.state, by_test_case(encode_matches(m))
+    fit, data = fits["rasch"], by_test_case(encode_matches(m))
     start = time.process_time()
     item_quality(data, fit.theta, fit.beta_mean, tau2=fit.tau2, phi=fit.phi, binary=True, level=0.95)
     alone = time.process_time() - start
