@@ -129,6 +129,7 @@ def benchmark_reports(
             "competency_gap": figs.competency_gap(gaps_on_scale, title=f"{benchmark}: competency gap"),
         }
         pngs = {name: figs.to_png(fig) for name, fig in drawn.items()}
+        suspects = suspect_table(test_case_ratings, match_tables, agents)
         for name, png in pngs.items():
             store.write_bytes(figure_path(benchmark, name), png)
         html = render_report(
@@ -143,6 +144,7 @@ def benchmark_reports(
             description,
             agents=agents,
             fragility=fragility,
+            suspects=suspects,
         ).encode()
         store.write_bytes(report_path(benchmark), html)
         explorer = render_explorer(
@@ -160,7 +162,6 @@ def benchmark_reports(
         ).encode()
         store.write_bytes(explorer_path(benchmark), explorer)
         # for annotators: the suspects with each agent's score (the jsonl twin first: the csv is what people look for)
-        suspects = suspect_table(test_case_ratings, match_tables, agents)
         exported = {suspects_twin_path(benchmark): jsonl_bytes(suspects), suspects_path(benchmark): spreadsheet_csv(suspects)}
         for path, data in exported.items():
             if len(suspects):

@@ -50,6 +50,8 @@ def test_mislabeled_test_cases_are_flagged_exported_checked_and_summarized(daemo
     raw = pd.read_csv(root / "raw/quiz/agent_29.csv").set_index("test_case_id")["correct"]
     assert mislabeled.loc["tc_05", "agent_29"] == raw["tc_05"]
     assert (root / "warehouse/exports/suspects/quiz.jsonl").exists()
+    report = (root / "warehouse/reports/quiz.html").read_text()
+    assert "Suspect test cases" in report and "tc_17" in report and "reference answer or the scoring" in report
 
     out = io.StringIO()
     print_summary(daemon.storage.store, RunSummary(), out=out)
@@ -62,6 +64,7 @@ def test_a_clean_benchmark_passes_the_check_and_exports_nothing(daemon, root):
     result = evaluation(daemon.settle())
     assert result.passed and result.metadata["likely_mislabeled"].value == 0
     assert not (root / "warehouse/exports/suspects/clean.csv").exists()
+    assert "Suspect test cases" not in (root / "warehouse/reports/clean.html").read_text()
     out = io.StringIO()
     print_summary(daemon.storage.store, RunSummary(), out=out)
     assert "mislabeled" not in out.getvalue()
