@@ -159,6 +159,7 @@ def benchmark_reports(
             gaps=gaps,
             description=description,
             fragility=fragility,
+            suspects=suspects,
         ).encode()
         store.write_bytes(explorer_path(benchmark), explorer)
         # for annotators: the suspects with each agent's score (the jsonl twin first: the csv is what people look for)
