@@ -7,6 +7,8 @@ item-rest correlation < −0.2 (each test case's scores against the agent's tota
 in the same run on the same data. Per benchmark, over the seeds (counts summed before the ratios):
 
 - ``recall``, ``precision``, ``F1`` of ``likely_mislabeled`` and of the baseline;
+- ``F1 new``: the F1 of each with the test cases it already flags on the unplanted benchmark set aside (flags the
+  planting did not cause: false flags, or real errors of the data);
 - ``false``: the share of the test cases flagged on the unplanted benchmark (ours: ``likely_mislabeled``, then
   ``uninformative``; the baseline's: correlation < −0.2); there, a flag is a false flag or a real error of the data.
 
@@ -108,11 +110,12 @@ def scores(tp: int, flagged: int, planted: int) -> tuple[float, float, float]:
 def study(benchmarks: dict[str, pd.DataFrame], seeds: int) -> None:
     print(f"planted study, {datetime.date.today()}: {SHARE:.0%} of the informative test cases reversed, {seeds} seeds")
     head = f"{'benchmark':28} {'planted':>7} | {'recall':>6} {'prec':>5} {'F1':>5} | {'base rec':>8} {'prec':>5} {'F1':>5}"
-    print(head + f" | {'false':>6} {'uninf':>6} {'base':>6}")
+    print(head + f" | {'F1 new':>6} {'base':>5} | {'false':>6} {'uninf':>6} {'base':>6}")
     for name, m in benchmarks.items():
         mislabeled, uninformative, base = flags(m)
         n_t = m["test_case_id"].nunique()
         ours, theirs, planted_total = [0, 0], [0, 0], 0
+        ours_new, theirs_new = [0, 0], [0, 0]  # the flags already raised without the planting set aside
         for seed in range(seeds):
             planted_m, planted = plant(m, seed)
             found, _, found_base = flags(planted_m)
@@ -121,10 +124,15 @@ def study(benchmarks: dict[str, pd.DataFrame], seeds: int) -> None:
             ours[1] += len(found)
             theirs[0] += len(found_base & planted)
             theirs[1] += len(found_base)
+            ours_new[0] += len(found & planted)
+            ours_new[1] += len((found - mislabeled) | (found & planted))
+            theirs_new[0] += len(found_base & planted)
+            theirs_new[1] += len((found_base - base) | (found_base & planted))
         r, p, f = scores(*ours, planted_total)
         br, bp, bf = scores(*theirs, planted_total)
+        new = f"{scores(*ours_new, planted_total)[2]:6.2f} {scores(*theirs_new, planted_total)[2]:5.2f}"
         false = f"{len(mislabeled) / n_t:6.1%} {len(uninformative) / n_t:6.1%} {len(base) / n_t:6.1%}"
-        print(f"{name:28} {planted_total:7d} | {r:6.2f} {p:5.2f} {f:5.2f} | {br:8.2f} {bp:5.2f} {bf:5.2f} | {false}")
+        print(f"{name:28} {planted_total:7d} | {r:6.2f} {p:5.2f} {f:5.2f} | {br:8.2f} {bp:5.2f} {bf:5.2f} | {new} | {false}")
 
 
 def cost() -> None:

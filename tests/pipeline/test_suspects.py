@@ -14,9 +14,9 @@ CHECK = "few_mislabeled_test_cases"
 AGENTS = np.linspace(900, 2100, 30)
 
 
-def write_reversed(root, benchmark: str, reversed_: list[str]) -> None:
+def write_reversed(root, benchmark: str, reversed_: list[str], spec: str | None = None) -> None:
     """30 agents × 60 test cases, the ``reversed_`` ones scored 1 − S for every agent (a wrong reference answer)."""
-    matches = write_benchmark(root, benchmark, AGENTS, test_cases=60, seed=3)
+    matches = write_benchmark(root, benchmark, AGENTS, test_cases=60, seed=3, spec=spec)
     flip = matches["test_case_id"].isin(reversed_)
     matches.loc[flip, "metric"] = 1.0 - matches.loc[flip, "metric"]
     for agent, rows in matches.groupby("agent_id"):
@@ -68,3 +68,28 @@ def test_a_clean_benchmark_passes_the_check_and_exports_nothing(daemon, root):
     out = io.StringIO()
     print_summary(daemon.storage.store, RunSummary(), out=out)
     assert "mislabeled" not in out.getvalue()
+
+
+def test_exclude_re_rates_without_the_flagged_and_named_test_cases(daemon, root):
+    spec = "metric: correct\nscoring: identity\nexclude: [likely_mislabeled, tc_00]\n"
+    write_reversed(root, "quiz", ["tc_05", "tc_17"], spec=spec)
+    runs = daemon.settle()
+    cases = pd.read_parquet(root / "warehouse/test_case_ratings/quiz.parquet")
+    assert len(cases) == 57 and not {"tc_00", "tc_05", "tc_17"} & set(cases["test_case_id"])
+    matches = pd.read_parquet(root / "warehouse/match_tables/quiz.parquet")
+    assert len(matches) == 30 * 60  # the match table keeps them: only the ratings leave them out
+    (event,) = [
+        e.event_specific_data.materialization
+        for run in runs
+        for e in run.all_events
+        if e.is_step_materialization and e.event_specific_data.materialization.asset_key == dg.AssetKey("agent_ratings")
+    ][-1:]
+    assert event.metadata["excluded_test_cases"].value == 3
+    why = {r.data["test_case_id"]: r.data["why"] for r in event.metadata["excluded"].value.records}
+    assert why == {"tc_00": "named in benchmark.yaml", "tc_05": "likely_mislabeled", "tc_17": "likely_mislabeled"}
+    moved = {r.data["agent_id"] for r in event.metadata["moved_by_exclusion"].value.records}
+    assert len(moved) == 20  # the first rows (of 30 agents)
+    # the exclusion is part of the benchmark's inputs: dropping it re-rates with every test case
+    (root / "raw/quiz/benchmark.yaml").write_text("metric: correct\nscoring: identity\n")
+    daemon.settle()
+    assert len(pd.read_parquet(root / "warehouse/test_case_ratings/quiz.parquet")) == 60
