@@ -93,3 +93,21 @@ def test_exclude_re_rates_without_the_flagged_and_named_test_cases(daemon, root)
     (root / "raw/quiz/benchmark.yaml").write_text("metric: correct\nscoring: identity\n")
     daemon.settle()
     assert len(pd.read_parquet(root / "warehouse/test_case_ratings/quiz.parquet")) == 60
+
+
+def test_a_provisional_agent_and_a_tag_file_leave_the_flags_as_they_are(daemon, root):
+    write_reversed(root, "quiz", ["tc_05", "tc_17"])
+    ids = [f"tc_{i:02d}" for i in range(60)]
+    pd.DataFrame({"test_case_id": ids, "subject": ["math" if i % 2 else "code" for i in range(60)]}).to_csv(
+        root / "raw/quiz/test_cases.csv", index=False
+    )
+    write_log(root, "quiz", "newcomer", pd.DataFrame({"test_case_id": ids[:10], "correct": [1.0, 0.0] * 5}))
+    daemon.settle()
+    agents = pd.read_parquet(root / "warehouse/agent_ratings/quiz.parquet").set_index("agent_id")
+    assert agents.loc["newcomer", "status"] == "provisional"
+    cases = pd.read_parquet(root / "warehouse/test_case_ratings/quiz.parquet").set_index("test_case_id")
+    assert sorted(cases.index[cases["flag"] == "likely_mislabeled"]) == ["tc_05", "tc_17"]
+    export = pd.read_csv(root / "warehouse/exports/suspects/quiz.csv")
+    assert "newcomer" not in export.columns and len(export.columns) == 7 + 30  # the jointly rated agents' results
+    explorer = (root / "warehouse/explorer/quiz.html").read_text()
+    assert '"tags":["subject: math","subject: math"]' in explorer  # the suspects' tags, searchable
