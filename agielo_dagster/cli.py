@@ -341,10 +341,11 @@ def print_summary(store: Store, summary: RunSummary, out: TextIO | None = None) 
     from .assets.quarantine import read_quarantine
     from .domain.incoming import renamed_benchmarks
     from .domain.inputs import present_benchmarks
-    from .domain.layout import raw_folder, warehouse_folder, warehouse_path
+    from .domain.layout import raw_folder, suspects_path, warehouse_folder, warehouse_path
     from .domain.ledger import higher_is_better
     from .domain.meaning import level_words, negative_gap_line, rho_meaning
     from .domain.standing import MAX_NAMES, fragility_line, fragility_of, new_agent_lines, status_counts, unusual_agents
+    from .domain.suspects import mislabeled_ids, mislabeled_line, read_flags
 
     out = sys.stdout if out is None else out
     print(f"agielo: storage {store.where}", file=out)
@@ -379,6 +380,12 @@ def print_summary(store: Store, summary: RunSummary, out: TextIO | None = None) 
             agents = store.read_table(warehouse_path("agent_ratings", benchmark)).to_pandas()
             for line in new_agent_lines(agents, summary.new_agents[benchmark], level_words()):
                 print(f"    {line}", file=out)
+        try:
+            mislabeled = mislabeled_ids(read_flags(store, benchmark))
+        except (OSError, ValueError):
+            mislabeled = []  # being rewritten by another process: the next run shows it
+        if mislabeled:
+            print(f"    {mislabeled_line(mislabeled, store.uri(suspects_path(benchmark)))}", file=out)
     if renamed := renamed_benchmarks(store):  # a task that became two benchmarks, or a name made safe, said once
         names = [f"{b} ({o!r})" for b, o in sorted(renamed.items())]
         shown = ", ".join(names[:MAX_NAMES]) + (f" and {len(names) - MAX_NAMES} more" if len(names) > MAX_NAMES else "")

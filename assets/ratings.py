@@ -10,7 +10,7 @@ from agielo_dagster.resources.storage import ObjectStorage
 from agielo_dagster.resources.warehouse import free_previous_steps
 
 from agielo_dagster.domain.layout import warehouse_path
-from agielo_dagster.domain.ledger import read_model, read_scoring
+from agielo_dagster.domain.ledger import read_exclude, read_model, read_scoring
 from agielo_dagster.domain.lineage import RATING_VERSION
 from agielo_dagster.domain.standing import FRAGILITY_KEY
 from agielo_dagster.rating.frames import row_positions
@@ -41,8 +41,9 @@ TWIN_MAX_MATCHES = 250_000  # above it the yardstick stays null: 10 twins of 1,0
         ),
         "test_case_ratings": benchmark_output(
             "Difficulty of every test case: test_case_id, mu (its posterior mean under the benchmark's model), sigma, "
-            "matches, mean_score, mean_metric, component (model glicko: mu_order_sd and the rating history mu_after_j, "
-            "sigma_after_j that places new agents)."
+            "discrimination with its interval, flag (likely_mislabeled, saturated, unsolved, uninformative) and "
+            "flag_reason, matches, mean_score, mean_metric, component (model glicko: mu_order_sd and the rating history "
+            "mu_after_j, sigma_after_j that places new agents)."
         ),
         "agent_ratings": benchmark_output(
             "Competency of every agent: agent_id, mu, sigma, matches, mean_score, mean_metric, the "
@@ -75,11 +76,16 @@ def ratings(context: dg.AssetExecutionContext, storage: ObjectStorage):
         digest = stored_digest(store, path)
         source = store.parquet_source(path)
         partial = store.read_table(warehouse_path("provisional_matches", context.partition_key), columns=list(MATCH_COLUMNS))
-        model = read_model(store, context.partition_key)
+        model, exclude = read_model(store, context.partition_key), read_exclude(store, context.partition_key)
     # straight from the parquet file, a row group at a time: no match table is held in memory
     settings = RatingSettings(seed=SEED, model=model)  # benchmark.yaml's model, the engine's defaults otherwise
     result = rate_parquet(source, settings=settings)
-    reliability_table, yardstick = reliability_with_yardstick(context, store, path, result)
+    kept, exclusion = None, {}
+    if exclude:  # benchmark.yaml's exclude: re-rated without the test cases it names or flags
+        with retried_on_storage_errors(context):
+            matches = store.read_table(path, columns=list(MATCH_COLUMNS))
+        kept, exclusion, result = rated_without(context, matches, result, exclude, settings)
+    reliability_table, yardstick = reliability_with_yardstick(context, store, path, result, kept)
     agent_table = with_provisional_agents(result.agents, result.test_cases, partial, model)
     agents = agent_table.to_pandas().sort_values(["rank", "mu", "agent_id"], ascending=[True, False, True])
     by_status = agents["status"].value_counts()
@@ -90,7 +96,7 @@ def ratings(context: dg.AssetExecutionContext, storage: ObjectStorage):
     hardest = hardest.take(pc.select_k_unstable(key, 10, [("mu", "descending")])).to_pandas().dropna(subset=["mu"])
     # fragility of #1 (issue 22), re-rated as the ratings were: in the metadata, and in the table's own parquet
     # metadata, which the report and the explorer read
-    fragility = fragility_metadata(context, store, path, agents, result.n_matches, result.settings)
+    fragility = fragility_metadata(context, store, path, agents, result.n_matches, result.settings, kept)
     recorded = {**(agent_table.schema.metadata or {}), FRAGILITY_KEY.encode(): json.dumps(fragility, sort_keys=True).encode()}
     agent_table = agent_table.replace_schema_metadata(recorded)
     final = result.reliability.to_pandas().iloc[-1]
@@ -108,6 +114,7 @@ def ratings(context: dg.AssetExecutionContext, storage: ObjectStorage):
         result.test_cases,
         "test_case_ratings",
         metadata=common
+        | exclusion
         | {
             "test_cases_outside_main_component": int(pc.sum(pc.not_equal(result.test_cases.column("component"), 0)).as_py() or 0),
             "hardest_test_cases": frame_table(
@@ -119,6 +126,7 @@ def ratings(context: dg.AssetExecutionContext, storage: ObjectStorage):
         agent_table,
         "agent_ratings",
         metadata=common
+        | exclusion
         | {
             "provisional_agents": int(by_status.get("provisional", 0)),
             **{f"{status}_agents": int(by_status.get(status, 0)) for status in ("disconnected", "unplaced")},
@@ -153,13 +161,42 @@ def ratings(context: dg.AssetExecutionContext, storage: ObjectStorage):
     )
 
 
+def rated_without(context, matches: pa.Table, result, exclude: tuple[str, ...], settings):
+    """(the matches kept, metadata, the result) of rating without the test cases ``exclude`` names (ids) or whose flag
+    it names; the metadata lists them with why, and how every agent's rank and rating moved."""
+    from agielo_dagster.rating.frames import encode_matches
+    from agielo_dagster.rating.ratings import rate_encoded
+
+    flags = result.test_cases.select(["test_case_id", "flag"])
+    ids = pc.cast(flags.column("test_case_id"), pa.string())
+    named = pc.is_in(ids, pa.array(exclude, pa.string()))
+    out = flags.filter(pc.or_(named, pc.is_in(flags.column("flag"), pa.array(exclude, pa.string())))).to_pandas()
+    if out.empty or len(out) == flags.num_rows:  # nothing to leave out, or nothing would be left to rate
+        context.log.warning(f"exclude {list(exclude)} leaves out {len(out)} of {flags.num_rows} test cases: ignored")
+        return None, {"excluded_test_cases": 0}, result
+    out["why"] = out["flag"].where(out["flag"].isin(exclude), "named in benchmark.yaml")
+    kept = matches.filter(
+        pc.invert(pc.is_in(pc.cast(matches.column("test_case_id"), pa.string()), pa.array(out["test_case_id"].astype(str))))
+    )
+    again = rate_encoded(encode_matches(kept), settings)
+    before = result.agents.to_pandas().set_index("agent_id")[["rank", "mu"]]
+    moved = again.agents.to_pandas().set_index("agent_id")[["rank", "mu"]].join(before, rsuffix="_with_them").reset_index()
+    moved = moved.assign(mu_moved=moved["mu"] - moved["mu_with_them"]).sort_values("rank", kind="stable")
+    metadata = {
+        "excluded_test_cases": len(out),
+        "excluded": frame_table(out[["test_case_id", "why"]].astype(str), ["test_case_id", "why"]),
+        "moved_by_exclusion": frame_table(moved, ["agent_id", "rank", "rank_with_them", "mu", "mu_moved"], digits=1),
+    }
+    return kept, metadata, again
+
+
 # --- fragility of #1 (issue 22, item 6) -------------------------------------------------------
 FRAGILITY_MAX_MATCHES = 200_000
 """Above this many matches the search is skipped: it re-rates the benchmark about a dozen times (1,000,000
 simulated matches: 11 re-ratings, about 8 times one `rate` call), which would dominate a leaderboard's re-rating."""
 
 
-def fragility_metadata(context, store, path: str, agents: pd.DataFrame, n_matches: int, settings: dict) -> dict:
+def fragility_metadata(context, store, path: str, agents: pd.DataFrame, n_matches: int, settings: dict, matches=None) -> dict:
     """``fragility_of_first`` and its companions for ``agent_ratings``: the fewest test cases whose removal
     changes who is first, among the jointly rated agents of the main component, against the top tier
     (``rank == 1``: the agents whose intervals overlap the leader's)."""
@@ -170,8 +207,9 @@ def fragility_metadata(context, store, path: str, agents: pd.DataFrame, n_matche
         return {"fragility_method": "not computed: fewer than 2 jointly rated agents"}
     if n_matches > FRAGILITY_MAX_MATCHES:
         return {"fragility_method": f"not computed: {n_matches:,} matches (limit {FRAGILITY_MAX_MATCHES:,})"}
-    with retried_on_storage_errors(context):
-        matches = store.read_table(path, columns=list(MATCH_COLUMNS))
+    if matches is None:  # the rated matches: the match table's, less any test case benchmark.yaml excludes
+        with retried_on_storage_errors(context):
+            matches = store.read_table(path, columns=list(MATCH_COLUMNS))
     ids = joint["agent_id"].astype(str)
     tier = ids[joint["rank"] == 1].tolist()
     try:
@@ -185,14 +223,15 @@ def fragility_metadata(context, store, path: str, agents: pd.DataFrame, n_matche
 # ---------------------------------------------------------------------------------------------
 
 
-def reliability_with_yardstick(context: dg.AssetExecutionContext, store, path: str, result):
+def reliability_with_yardstick(context: dg.AssetExecutionContext, store, path: str, result, matches=None):
     """The reliability table with the twins' yardstick on its 100 % row (null columns above ``TWIN_MAX_MATCHES``)."""
     from agielo_dagster.rating.reliability import calibration_twins, with_yardstick
 
     if result.n_matches > TWIN_MAX_MATCHES:
         return with_yardstick(result.reliability, None), None
-    with retried_on_storage_errors(context):
-        matches = store.read_table(path, columns=list(MATCH_COLUMNS))
+    if matches is None:
+        with retried_on_storage_errors(context):
+            matches = store.read_table(path, columns=list(MATCH_COLUMNS))
     yardstick = calibration_twins(matches, result, twins=TWINS, seed=SEED)
     return with_yardstick(result.reliability, yardstick), yardstick
 

@@ -13,11 +13,22 @@ import pandas as pd
 import pyarrow as pa
 from agielo_dagster.resources.storage import ObjectStorage
 
-from agielo_dagster.domain.layout import explorer_path, figure_path, figures_folder, in_folder, report_path, warehouse_path
+from agielo_dagster.domain.exports import jsonl_bytes, spreadsheet_csv
+from agielo_dagster.domain.layout import (
+    explorer_path,
+    figure_path,
+    figures_folder,
+    in_folder,
+    report_path,
+    suspects_path,
+    suspects_twin_path,
+    warehouse_path,
+)
 from agielo_dagster.domain.ledger import first_accepted, higher_is_better, read_summary
 from agielo_dagster.domain.lineage import RATING_VERSION
 from agielo_dagster.domain.matches import test_case_metadata
 from agielo_dagster.domain.standing import fragility_of
+from agielo_dagster.domain.suspects import SUSPECT_COLUMNS, suspect_table
 from agielo_dagster.rating.schema import MATCH_COLUMNS
 
 from .common import benchmark_asset, digest_of, frame_table, retried_on_storage_errors
@@ -29,7 +40,7 @@ HARDEST_SHOWN = 10
     ins={
         # what the figures, the report and the explorer show: not the rating histories (two columns per level)
         "test_case_ratings": dg.AssetIn(
-            metadata={"columns": ["test_case_id", "mu", "sigma", "matches", "mean_metric", "component"]}
+            metadata={"columns": ["test_case_id", "mu", "sigma", "matches", "mean_metric", "component", *SUSPECT_COLUMNS[1:-1]]}
         ),
         "agent_ratings": dg.AssetIn(),
         "reliability_reports": dg.AssetIn(),
@@ -72,7 +83,13 @@ def benchmark_reports(
     if competency_gap_tables is None:  # withdrawn: no accepted upload left
         with retried_on_storage_errors(context):
             figures = [in_folder(figures_folder(benchmark), n) for n in store.list_dir(figures_folder(benchmark))]
-            for path in [report_path(benchmark), explorer_path(benchmark), *figures]:
+            for path in [
+                report_path(benchmark),
+                explorer_path(benchmark),
+                suspects_path(benchmark),
+                suspects_twin_path(benchmark),
+                *figures,
+            ]:
                 store.remove(path)
             store.remove_empty_folder(figures_folder(benchmark))
         return dg.Output(None, metadata={"withdrawn": True})
@@ -113,6 +130,7 @@ def benchmark_reports(
             "competency_gap": figs.competency_gap(gaps_on_scale, title=f"{benchmark}: competency gap"),
         }
         pngs = {name: figs.to_png(fig) for name, fig in drawn.items()}
+        suspects = suspect_table(test_case_ratings, match_tables, agents)
         for name, png in pngs.items():
             store.write_bytes(figure_path(benchmark, name), png)
         html = render_report(
@@ -128,6 +146,7 @@ def benchmark_reports(
             agents=agents,
             fragility=fragility,
             higher_is_better=direction,
+            suspects=suspects,
         ).encode()
         store.write_bytes(report_path(benchmark), html)
         explorer = render_explorer(
@@ -143,8 +162,16 @@ def benchmark_reports(
             description=description,
             fragility=fragility,
             higher_is_better=direction,
+            suspects=suspects,
         ).encode()
         store.write_bytes(explorer_path(benchmark), explorer)
+        # for annotators: the suspects with each agent's score (the jsonl twin first: the csv is what people look for)
+        exported = {suspects_twin_path(benchmark): jsonl_bytes(suspects), suspects_path(benchmark): spreadsheet_csv(suspects)}
+        for path, data in exported.items():
+            if len(suspects):
+                store.write_bytes(path, data)
+            else:
+                store.remove(path)
     artifacts = pd.DataFrame(
         [
             {"artifact": name, "path": path, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
@@ -152,6 +179,7 @@ def benchmark_reports(
                 *((n, figure_path(benchmark, n), p) for n, p in pngs.items()),
                 ("report", report_path(benchmark), html),
                 ("explorer", explorer_path(benchmark), explorer),
+                *((("suspects", p, d) for p, d in exported.items()) if len(suspects) else ()),
             ]
         ]
     )
@@ -163,6 +191,8 @@ def benchmark_reports(
             "rating_version": RATING_VERSION,
             "report": dg.MetadataValue.path(store.uri(report_path(benchmark))),
             "explorer": dg.MetadataValue.path(store.uri(explorer_path(benchmark))),
+            "suspect_test_cases": len(suspects),
+            **({"suspects": dg.MetadataValue.path(store.uri(suspects_path(benchmark)))} if len(suspects) else {}),
             "hardest_test_cases": frame_table(hardest, list(hardest.columns), limit=HARDEST_SHOWN),
             **{f"figure_{name}": dg.MetadataValue.md(f"![{name}]({png_data_uri(png)})") for name, png in pngs.items()},
         },

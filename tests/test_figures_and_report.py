@@ -137,6 +137,34 @@ def test_report_numbers_equal_the_tables(rated):
     assert "http://" not in html and "https://" not in html
 
 
+def test_the_report_lists_the_suspect_test_cases_with_their_reasons(rated):
+    matches, result, gaps = rated
+    hardest = result.test_cases.nlargest(5, "mu")[["test_case_id", "mu"]].rename(columns={"mu": "rating"})
+    inputs = pd.DataFrame({"agent_id": ["agent_0"], "source_path": ["raw/q/agent_0.csv"], "source_version": ["sha256:abc"]})
+    args = ("quiz", {}, gaps, hardest, result.reliability, inputs, "0+x", "sha256:1")
+    suspects = pd.DataFrame(
+        {
+            "test_case_id": ["<q7>", "q9"],
+            "flag": ["likely_mislabeled", "uninformative"],
+            "flag_reason": ["the 2 strongest agents pass 0 of 2 and the 2 weakest pass 2 of 2", "looks like noise"],
+            "discrimination": [-1.234, 0.1],
+            "discrimination_lo": [-2.0, -0.5],
+            "discrimination_hi": [-0.4, 0.7],
+            "rating": [1700.0, 1500.0],
+        }
+    )
+    html = render_report(*args, suspects=suspects)
+    parsed = Tables()
+    parsed.feed(html)
+    header, *rows = parsed.tables[2]
+    assert header == ["test_case_id", "flag", "discrimination", "rating", "flag_reason"]
+    assert rows[0] == ["<q7>", "likely_mislabeled", "-1.23", "1700.0", suspects["flag_reason"][0]]
+    assert "&lt;q7&gt;" in html and "warehouse/exports/suspects/quiz.csv" in html
+    assert "Suspect test cases" not in render_report(*args) and "Suspect test cases" not in render_report(
+        *args, suspects=suspects.head(0)
+    )
+
+
 def test_figures_and_report_stay_bounded_with_ten_thousand_agents():
     """Size grows with information, not with the number of agents: top agents drawn, the rest summarized."""
     import struct

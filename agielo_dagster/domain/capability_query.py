@@ -3,8 +3,9 @@
 The warehouse holds, per benchmark, the test-case ratings and tags; a query (the small language of
 :mod:`agielo_dagster.domain.query`, no eval) selects test cases across benchmarks, and the agents
 are ranked on exactly those by Plackett-Luce with bootstrap intervals (ONEBench's capability
-query). Fields: every tag, plus ``rating`` (the test case's difficulty), ``benchmark`` and
-``test_case_id``.
+query). Fields: every tag, plus ``rating`` (the test case's difficulty), ``flag`` and ``discrimination``
+(:mod:`agielo_dagster.rating.item_quality`), ``benchmark`` and ``test_case_id``; a tag named like one of these
+is ``<name>_tag``.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from .store import Store
 
 __all__ = ["CapabilityQuery", "query_warehouse", "test_case_frame"]
 
+RATED = {"test_case_id": "test_case_id", "mu": "rating", "flag": "flag", "discrimination": "discrimination"}
+
 
 @dataclass(frozen=True)
 class CapabilityQuery:
@@ -29,17 +32,19 @@ class CapabilityQuery:
 
 
 def test_case_frame(store: Store) -> pd.DataFrame:
-    """One row per rated test case of every benchmark: benchmark, test_case_id, rating, and its tags."""
+    """One row per rated test case of every benchmark: benchmark, test_case_id, rating, flag, discrimination (where
+    its ratings have them), and its tags."""
     frames = []
     for name in store.list_dir(warehouse_folder("test_case_ratings")):
         benchmark = name.removesuffix(".parquet")
-        ratings = store.read_table(warehouse_path("test_case_ratings", benchmark), columns=["test_case_id", "mu"]).to_pandas()
-        frame = ratings.rename(columns={"mu": "rating"}).astype({"test_case_id": str})
+        path = warehouse_path("test_case_ratings", benchmark)
+        columns = [c for c in RATED if c in store.read_schema(path).names]
+        frame = store.read_table(path, columns=columns).to_pandas().rename(columns=RATED).astype({"test_case_id": str})
         tags_file = warehouse_path("test_case_tags", benchmark)
         if store.exists(tags_file):
             tags = store.read_table(tags_file).to_pandas().astype({"test_case_id": str})
             if tags.shape[1] > 1:
-                frame = frame.merge(tags, on="test_case_id", how="left")
+                frame = frame.merge(tags, on="test_case_id", how="left", suffixes=("", "_tag"))
         frames.append(frame.assign(benchmark=benchmark))
     if not frames:
         return pd.DataFrame({"benchmark": [], "test_case_id": [], "rating": []})

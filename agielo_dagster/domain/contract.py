@@ -7,6 +7,7 @@
     params: {}                 # e.g. {lo: 0, hi: 10, higher_is_better: false}
     description: free text     # optional
     model: rasch               # optional: rasch (the default) | 2pl | glicko (the AGI-Elo paper's)
+    exclude: [likely_mislabeled, q17]  # optional: flags and test-case ids the ratings leave out
 
 Every rejection is an :class:`IngestError` naming the file, the row (1-based data row; for
 csv and jsonl also the line) and the rule.
@@ -71,7 +72,8 @@ MAX_QUOTED_CHARS = 40  # a value quoted in a message (longer values are cut with
 MAX_REPORT_CHARS = 1000  # a rejection naming several rules (one problem of each, in file order)
 MAX_ROWS_NAMED = 3  # more rows breaking a rule, named by number after the first (the rest are counted)
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
-_SPEC_KEYS = {"metric", "scoring", "params", "description", "full_coverage", "model"}
+_SPEC_KEYS = {"metric", "scoring", "params", "description", "full_coverage", "model", "exclude"}
+MAX_EXCLUDED = 100_000  # entries of exclude: a list of ids, typed or generated, stays a short file
 DEFAULT_FULL_COVERAGE = 0.8  # an upload covering less than this share of the largest upload is provisional
 
 
@@ -184,6 +186,7 @@ class BenchmarkSpec:
     description: str = ""
     full_coverage: float = DEFAULT_FULL_COVERAGE
     model: str = DEFAULT_MODEL
+    exclude: tuple[str, ...] = ()  # flags (likely_mislabeled, …) and test-case ids the ratings leave out
     raw: dict = field(default_factory=dict, compare=False, repr=False)
 
 
@@ -243,6 +246,15 @@ def parse_benchmark_spec(text: bytes | str, benchmark: str, file: str) -> Benchm
     model = spec.get("model", DEFAULT_MODEL)
     if model not in MODELS:
         problems.add(None, "spec_model", f"benchmark.yaml model must be one of {', '.join(MODELS)}, got {model!r}")
+    exclude = spec.get("exclude") or []
+    if not isinstance(exclude, list) or len(exclude) > MAX_EXCLUDED or not all(isinstance(e, str) and e for e in exclude):
+        problems.add(
+            None,
+            "spec_exclude",
+            "benchmark.yaml exclude must be a list of flags (likely_mislabeled, saturated, unsolved, uninformative) or "
+            f"test-case ids, each a non-empty string, at most {MAX_EXCLUDED:,}; got {str(exclude)[:80]}",
+        )
+        exclude = []
     problems.raise_if_any()
     return BenchmarkSpec(
         name=benchmark,
@@ -251,5 +263,6 @@ def parse_benchmark_spec(text: bytes | str, benchmark: str, file: str) -> Benchm
         description=description.strip(),
         full_coverage=float(full_coverage),
         model=model,
+        exclude=tuple(dict.fromkeys(exclude)),
         raw=spec,
     )

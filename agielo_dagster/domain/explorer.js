@@ -393,6 +393,39 @@ if (zoomControl) {
   tagSel.addEventListener("change", function () { t.render(); });
 })();
 
+// ---- suspect test cases: each one's results by agent, strongest agent first (left)
+(function () {
+  var body = document.getElementById("suspects-body"), S = DATA.suspects;
+  if (!S) { body.appendChild(el("p", {"class": "muted"}, "No suspect test cases: every test case's results follow the agents' ratings, or too few agents played it to tell.")); return; }
+  var rows = rowsOf(S.rows), flagSel = el("select", {id: "suspect-flag", "aria-label": "flag"});
+  flagSel.appendChild(el("option", {value: ""}, "every flag"));
+  Object.keys(rows.reduce(function (m, r) { m[r.flag] = 1; return m; }, {})).forEach(function (f) { flagSel.appendChild(el("option", {value: f}, f)); });
+  body.appendChild(el("p", {"class": "muted"}, "Test cases whose results do not follow the agents' ratings: check their reference answer and scoring. Results: one cell per agent, strongest on the left (dark: succeeds, light: fails, blank: not played)." +
+    (S.total > rows.length ? " The first " + rows.length + " of " + S.total + "." : "")));
+  function strip(r) {
+    var w = 4, g = sv("svg", {width: String(Math.max(w * S.agents.length, 1)), height: "14", "class": "results"});
+    S.scores[r._i].forEach(function (v, k) {
+      if (v === null) { return; }
+      var c = sv("rect", {x: String(k * w), y: "1", width: String(w - 1), height: "12", fill: "#1f4e79", "fill-opacity": String(0.12 + 0.88 * v)});
+      c.appendChild(sv("title", null, S.agents[k] + ": " + fmt(v, 2)));
+      g.appendChild(c);
+    });
+    return g;
+  }
+  var t = Table(body, {
+    id: "suspect", rows: rows, sortKey: "discrimination", sortDir: 1, pageSize: 25, noun: "suspect test cases", extraControl: flagSel,
+    placeholder: "search ids, tags and reasons", search: function (r) { return r.test_case_id + " " + r.tags + " " + r.flag_reason; },
+    filter: function (r) { return !flagSel.value || r.flag === flagSel.value; },
+    columns: [
+      {key: "test_case_id", label: "test case", text: true}, {key: "flag", label: "flag", text: true},
+      {key: "discrimination", label: "discrimination", digits: 2, asc: true}, {key: "rating", label: "rating", digits: 0},
+      {key: "results", label: "results by agent", sort: function (r) { return r.discrimination; }, render: strip},
+      {key: "flag_reason", label: "why", text: true}, {key: "tags", label: "tags", text: true}
+    ]
+  });
+  flagSel.addEventListener("change", function () { t.render(); });
+})();
+
 // ---- ability masses
 (function () {
   var body = document.getElementById("masses-body");

@@ -50,12 +50,13 @@ HISTOGRAM_BINS = 60
 TOP_TAG_VALUES = 12
 MAX_TEXT = 300  # characters of an id or a tag value embedded
 MAX_METADATA_COLUMNS = 20  # meta.* columns of the test-case table shown on hover
+MAX_SUSPECTS = 1000  # suspect test cases embedded, most reversed first (the export has them all)
 
 AGENT_COLUMNS = ("agent_id", "mu", "mu_lo", "mu_hi", "sigma", "rank", "rank_lo", "rank_hi", "matches", "mean_metric")
 GAP_COLUMNS = ("gap_50", "gap_90", "gap_99", "pct_beaten_50", "pct_beaten_91", "expected_metric_on_hardest")
 TEST_CASE_COLUMNS = ("test_case_id", "mu", "sigma", "matches", "mean_metric")
 _SURROGATE = re.compile("[\ud800-\udfff]")
-_OPTIONS = {*"tags slices masses reliability calibration gaps max_points description fragility higher_is_better".split()}
+_OPTIONS = {*"tags slices masses reliability calibration gaps max_points description fragility higher_is_better suspects".split()}
 
 
 def _page_part(name: str) -> str:
@@ -194,6 +195,32 @@ def _tags_data(tags: pd.DataFrame | None, ids: pd.Series, drawn: np.ndarray) -> 
     return {"names": names, "values": values, "summary": summary}
 
 
+def _suspects_data(suspects: pd.DataFrame | None, tags: pd.DataFrame | None) -> dict | None:
+    """The suspects (:func:`~agielo_dagster.domain.suspects.suspect_table`): their flag, reason, discrimination and
+    rating, the text of their tags (searched), and each one's scores by agent, the agents strongest first."""
+    if suspects is None or suspects.empty:
+        return None
+    from .suspects import SUSPECT_COLUMNS
+
+    shown = suspects.head(MAX_SUSPECTS).astype({"test_case_id": str})
+    agents = [c for c in shown.columns if c not in (*SUSPECT_COLUMNS, "rating")][:MAX_AGENT_LINES]
+    text = [""] * len(shown)
+    if tags is not None and "test_case_id" in tags.columns:
+        known = tags.astype({"test_case_id": str}).drop_duplicates("test_case_id").set_index("test_case_id")
+        known = known.reindex(shown["test_case_id"])
+        text = [
+            "; ".join(f"{name}: {_text(_joined(value))}" for name, value in row.items() if not _is_missing(value))
+            for _, row in known.iterrows()
+        ]
+    rows = _columns(shown, ("test_case_id", "flag", "flag_reason", "discrimination", "rating"))
+    scores = [[_clean(v) for v in row] for row in shown[agents].itertuples(index=False)]
+    return {"total": int(len(suspects)), "rows": {**rows, "tags": text}, "agents": [_text(a) for a in agents], "scores": scores}
+
+
+def _joined(value: Any) -> str:
+    return ", ".join(map(str, value)) if isinstance(value, (list, tuple, np.ndarray)) else str(value)
+
+
 def _is_missing(value: Any) -> bool:
     if isinstance(value, (list, tuple, np.ndarray)):
         return len(value) == 0
@@ -279,6 +306,7 @@ def explorer_data(benchmark: str, agents: Any, test_cases: Any, **options: Any) 
         "masses": _masses_data(masses),
         "reliability": None,
         "calibration": _calibration_data(_frame(calibration)),
+        "suspects": _suspects_data(_frame(options.get("suspects")), _frame(tags)),
         "limits": {"maxAgentLines": MAX_AGENT_LINES, "maxPoints": int(max_points)},
         # the settings' words and what the leaderboard's numbers mean, owned by domain/meaning.py
         "words": {
@@ -317,6 +345,7 @@ def render_explorer(
     description: str = "",
     fragility: dict | None = None,
     higher_is_better: bool = True,
+    suspects: Any = None,
 ) -> str:
     """The explorer's HTML text: one self-contained file (module docstring).
 
@@ -350,9 +379,19 @@ def render_explorer(
         The ``fragility_*`` values of ``agent_ratings``: how many test cases decide who is first, under the headline.
     higher_is_better : bool
         The direction benchmark.yaml declares: the sign each ρ should have, said under the reliability plot.
+    suspects : DataFrame, optional
+        :func:`~agielo_dagster.domain.suspects.suspect_table`'s: the "Suspect test cases" section, each one's results
+        by agent (strongest first), filterable by flag and searchable by id, tag and reason.
     """
     options = dict(
-        tags=tags, slices=slices, masses=masses, reliability=reliability, calibration=calibration, gaps=gaps, fragility=fragility
+        tags=tags,
+        slices=slices,
+        masses=masses,
+        reliability=reliability,
+        calibration=calibration,
+        gaps=gaps,
+        fragility=fragility,
+        suspects=suspects,
     )
     options["higher_is_better"] = higher_is_better
     data = explorer_data(benchmark, agents, test_cases, **options, max_points=max_points, description=description)

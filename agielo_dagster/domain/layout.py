@@ -192,3 +192,13 @@ def explorer_path(benchmark: str) -> str:
 
 def report_path(benchmark: str) -> str:
     return f"warehouse/reports/{benchmark}.html"
+
+
+def suspects_path(benchmark: str) -> str:
+    """The test cases that look wrong with each agent's score (:mod:`agielo_dagster.domain.suspects`): a
+    spreadsheet-safe CSV for annotators; :func:`suspects_twin_path` has the exact values."""
+    return f"warehouse/exports/suspects/{benchmark}.csv"
+
+
+def suspects_twin_path(benchmark: str) -> str:
+    return f"warehouse/exports/suspects/{benchmark}.jsonl"

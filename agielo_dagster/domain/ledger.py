@@ -97,6 +97,7 @@ class Ledger:
     description: str = ""
     full_coverage: float = DEFAULT_FULL_COVERAGE
     model: str = DEFAULT_MODEL  # benchmark.yaml's rating model
+    exclude: tuple[str, ...] = ()  # benchmark.yaml's flags and test-case ids the ratings leave out
 
     @property
     def provisional_agents(self) -> set[str]:
@@ -141,7 +142,9 @@ class Ledger:
     def rows_digest(self) -> str:
         """A fingerprint of the ledger's content (recorded in its file, so readers need only the footer)."""
         text = json.dumps(
-            [self.spec_version, self.scoring, self.full_coverage, self.model, list(self.rows)], sort_keys=True, default=str
+            [self.spec_version, self.scoring, self.full_coverage, self.model, list(self.exclude), list(self.rows)],
+            sort_keys=True,
+            default=str,
         )
         return "sha256:" + hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -154,6 +157,7 @@ class Ledger:
             "description": self.description,
             "full_coverage": self.full_coverage,
             "model": self.model,
+            "exclude": list(self.exclude),
             "rows_digest": self.rows_digest,
         }
         return table.replace_schema_metadata({b"agielo": json.dumps(meta, sort_keys=True).encode()})
@@ -215,6 +219,7 @@ def read_ledger(store: Store, benchmark: str) -> Ledger | None:
         meta.get("description", ""),
         float(meta.get("full_coverage", DEFAULT_FULL_COVERAGE)),
         meta.get("model", DEFAULT_MODEL),
+        tuple(meta.get("exclude", ())),
     )
 
 
@@ -293,13 +298,22 @@ def higher_is_better(store: Store, benchmark: str) -> bool:
 
 def read_model(store: Store, benchmark: str) -> str:
     """The rating model benchmark.yaml names, read from the stored ledger's footer (the default where there is none)."""
+    return _footer(store, benchmark).get("model", DEFAULT_MODEL)
+
+
+def read_exclude(store: Store, benchmark: str) -> tuple[str, ...]:
+    """The flags and test-case ids benchmark.yaml's ``exclude`` leaves out of the ratings (from the ledger's footer)."""
+    return tuple(_footer(store, benchmark).get("exclude", ()))
+
+
+def _footer(store: Store, benchmark: str) -> dict:
     try:
         meta = _metadata(store.read_schema(ledger_path(benchmark)))
     except StorageError:
         raise
     except Exception:  # noqa: BLE001 - missing or truncated, as read_ledger
         meta = None
-    return (meta or {}).get("model", DEFAULT_MODEL)
+    return meta or {}
 
 
 def _metadata(schema: pa.Schema) -> dict | None:
@@ -506,6 +520,7 @@ def refresh_ledger(
         spec.description if spec else "",
         spec.full_coverage if spec else DEFAULT_FULL_COVERAGE,
         spec.model if spec else DEFAULT_MODEL,
+        spec.exclude if spec else (),
     )
     changed = [r for p, r in sorted(rows.items()) if previous.get(p) != r]
     changed += [{**r, "status": "removed"} for p, r in sorted(previous.items()) if p not in rows]

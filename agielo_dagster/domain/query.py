@@ -22,7 +22,7 @@ Grammar (no ``eval``: text is tokenized and parsed by hand, and only this gramma
 
 Keywords (``and or not in contains``) are case-insensitive; a field named like one is written in
 backquotes. Fields are the columns of the frame :func:`select` filters: tag names, plus
-``rating`` (the test case's rating), ``benchmark`` and ``test_case_id``.
+``rating`` (the test case's rating), ``flag``, ``discrimination``, ``benchmark`` and ``test_case_id``.
 
 Semantics, column by column:
 
@@ -301,7 +301,7 @@ class _Parser:
     def condition(self) -> Condition:
         field = self.take()
         if field.kind != "field":
-            self.fail(field, "a field name (a tag, rating, benchmark or test_case_id), 'not' or '('")
+            self.fail(field, "a field name (a tag, rating, flag, discrimination, benchmark or test_case_id), 'not' or '('")
         token = self.take()
         if token.kind == "op":
             value = self.literal()

@@ -157,6 +157,7 @@ def render_report(
     agents: pd.DataFrame | None = None,
     fragility: dict | None = None,
     higher_is_better: bool = True,
+    suspects: pd.DataFrame | None = None,
 ) -> str:
     """The report's HTML text.
 
@@ -166,7 +167,8 @@ def render_report(
     leads with rank (``=`` where shared), rank range and interval (``mu_lo, mu_hi``, from the gap table
     or ``agents``). ``fragility`` (the ``fragility_*`` values of ``agent_ratings``) says under the headline how
     many test cases decide who is first. ``higher_is_better`` is the direction benchmark.yaml declares: the sign
-    each ρ should have.
+    each ρ should have. ``suspects`` (:func:`~agielo_dagster.domain.suspects.suspect_table`) are listed with their
+    flag and reason, most reversed first; their results by agent are in the export it names.
     """
     final = reliability.iloc[-1]
     gap_columns = [
@@ -191,6 +193,7 @@ def render_report(
     zoom = f" Interval bars: ±{half:.0f} Elo around each rating ({ZOOM:g}× the widest half-interval)." if half else ""
     leaders = html.escape(headline(gaps)) if "rank_lo" in gaps else ""
     unusual = "".join(f"<li>{html.escape(line)}</li>" for line in unusual_agents(gaps))
+    suspect = _suspects_section(benchmark, suspects)
     sections = "\n".join(
         f'<section><h2>{html.escape(TITLES.get(name, name))}</h2><img alt="{html.escape(name)}" src="{png_data_uri(png)}"></section>'
         for name, png in figures.items()
@@ -204,8 +207,8 @@ table.t td, table.t th {{ padding: 3px 8px; border-bottom: 1px solid #ddd; text-
 table.t td:first-child, table.t th:first-child {{ text-align: left; }} code {{ font-size: 12px; }}
 table.t th {{ vertical-align: bottom; }}
 table.t td.col-agent_id {{ text-align: left; overflow-wrap: anywhere; min-width: 8em; }} table.t td.col-interval {{ white-space: nowrap; }}
-table.t td.col-status_reason {{ text-align: left; }} svg.interval {{ vertical-align: middle; }} .muted {{ color: #667; font-size: 13px; }}
-#gaps, #hardest, #inputs {{ overflow-x: auto; }}
+table.t td.col-status_reason, table.t td.col-flag_reason {{ text-align: left; }} svg.interval {{ vertical-align: middle; }} .muted {{ color: #667; font-size: 13px; }}
+#gaps, #hardest, #suspects, #inputs {{ overflow-x: auto; }}
 </style></head><body>
 <h1>AGI-Elo report: {html.escape(benchmark)}</h1>
 <p>{html.escape(description)}</p>
@@ -222,6 +225,7 @@ reliability at 100% of the matches: ρ(test cases) <span id="rho-test-cases">{fi
 <p class="muted" id="gap-note">{html.escape(gap_note(gaps))}</p>
 <h2>Hardest test cases</h2>
 <div id="hardest">{_html_table(hardest, {})}</div>
+{suspect}
 {sections}
 <h2>Inputs and code</h2>
 <p>Inputs digest <code id="inputs-digest" title="{html.escape(inputs_digest)}">{html.escape(inputs_digest)}</code>;
@@ -229,3 +233,22 @@ code version <code id="code-version">{html.escape(code_version)}</code>.</p>
 <div id="inputs">{_html_table(inputs, DIGEST_CELLS, where=warehouse_path("input_manifests", benchmark))}</div>
 </body></html>
 """
+
+
+def _suspects_section(benchmark: str, suspects: pd.DataFrame | None) -> str:
+    """The "Suspect test cases" section ('' when there are none): flag, reason, discrimination and rating."""
+    if suspects is None or suspects.empty:
+        return ""
+    from .layout import suspects_path
+
+    columns = ["test_case_id", "flag", "discrimination", "rating", "flag_reason"]
+    cells = {
+        "test_case_id": lambda r: html.escape(str(r["test_case_id"])),
+        "discrimination": lambda r: _number(r["discrimination"], "{:.2f}"),
+    }
+    return (
+        f'<h2>Suspect test cases</h2>\n<p class="muted">{len(suspects)} test case(s) whose results do not follow the '
+        f"agents' ratings: check their reference answer and scoring. Each one's results by agent, strongest first: "
+        f"<code>{html.escape(suspects_path(benchmark))}</code>.</p>\n"
+        f'<div id="suspects">{_html_table(suspects, cells, suspects_path(benchmark), "suspects", columns)}</div>'
+    )

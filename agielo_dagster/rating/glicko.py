@@ -33,6 +33,7 @@ from . import _kernels as K
 from .frames import Matches, to_flavour
 from .graph import components, warn_if_disconnected
 from .intervals import agent_intervals, interval_ranks, order_variance
+from .item_quality import QUALITY_COLUMNS, glicko_item_quality
 from .order_moments import OrderMoments
 from .order_reliability import RELIABILITY_COLUMNS
 from .orders import (
@@ -216,6 +217,10 @@ def rate_glicko(m: Matches, settings: RatingSettings, *, warn: bool = True) -> R
         agent_ends=snapshot_ends(a_fractions, n),
     )
     agents, test_cases, snapshots, a_mu, t_mu, a_mean_metric, t_mean_metric, a_n = done
+    quality = glicko_item_quality(m, a_mu, t_mu, level)
+    after_sigma = test_cases.columns.get_loc("sigma") + 1  # test_case_id is added later for Arrow ids
+    for place, column in enumerate(QUALITY_COLUMNS):
+        test_cases.insert(after_sigma + place, column, getattr(quality, column))
 
     reliability = None
     if rel_table is not None:

@@ -16,6 +16,7 @@ from . import _kernels
 from .frames import Matches, to_flavour
 from .graph import components, warn_if_disconnected
 from .intervals import interval_ranks, z_of
+from .item_quality import QUALITY_COLUMNS, item_quality
 from .logistic import (
     CENTRE,
     LOGIT,
@@ -135,11 +136,14 @@ def rate_logistic(m: Matches, settings: RatingSettings, *, warn: bool = True) ->
             "component": t_comp,
         }
     )
-    if model is TWOPL:  # the discrimination's posterior given the agents: mean ± z sd
-        alpha, alpha_sd = fit.mean[:, 1], np.sqrt(fit.var[:, 1])
-        test_cases.insert(3, "discrimination", alpha)
-        test_cases.insert(4, "discrimination_lo", alpha - z * alpha_sd)
-        test_cases.insert(5, "discrimination_hi", alpha + z * alpha_sd)
+    # the 2PL's own discrimination (its posterior given the agents: mean ± z sd), else one fitted per test case
+    own = (fit.mean[:, 1], np.sqrt(fit.var[:, 1])) if model is TWOPL else None
+    quality = item_quality(
+        data, fit.theta, fit.beta_mean, tau2=fit.tau2, phi=fit.phi, binary=binary, level=settings.level, model=own
+    )
+    after_sigma = test_cases.columns.get_loc("sigma") + 1  # test_case_id is added later for Arrow ids
+    for place, column in enumerate(QUALITY_COLUMNS):
+        test_cases.insert(after_sigma + place, column, getattr(quality, column))
     snapshots, reliability = _snapshots(m, data, fit, a_comp, settings, binary, model)
     flavour = m.flavour
     return RatingResult(

@@ -37,8 +37,10 @@ class RatingResult:
         ``test_case_id, mu, sigma, matches, mean_score, mean_metric, component``: the test case's
         difficulty (``mu``) and its uncertainty (``sigma``). ``mean_score`` is the test case's own score
         (1 − the agents' mean S), ``mean_metric`` the agents' mean metric on it. The logistic models'
-        ``mu`` is the posterior mean given the agents' ratings and ``sigma`` its sd; ``2pl`` adds
-        ``discrimination, discrimination_lo, discrimination_hi``. Glicko's add ``mu_order_sd`` (the
+        ``mu`` is the posterior mean given the agents' ratings and ``sigma`` its sd. Every model adds
+        ``discrimination, discrimination_lo, discrimination_hi, flag, flag_reason`` after ``sigma``
+        (:mod:`agielo_dagster.rating.item_quality`: the 2PL's own discrimination, else one fitted per test
+        case). Glicko's add ``mu_order_sd`` (the
         spread of ``mu`` over the orders) and the history ``mu_after_<j>, sigma_after_<j>``
         (j = 1, 2, 4, …: the rating after the test case's j-th match, which
         :func:`~agielo_dagster.rating.placement.place_agents` replays a newcomer against).

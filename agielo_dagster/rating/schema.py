@@ -48,6 +48,21 @@ _OUTPUTS = (
         "The rating's uncertainty (Elo): an agent's standard error against the mean of its component's agents, a test "
         "case's posterior sd (model glicko: sigma of the mixture of the orders' posteriors).",
     ),
+    Column(
+        "discrimination",
+        "float64",
+        "How sharply the test case separates stronger agents from weaker ones: 1 typical, 0 results that do not follow "
+        "the ratings, below 0 stronger agents doing worse (model 2pl: its own; else fitted per test case, agents fixed).",
+    ),
+    Column("discrimination_lo", "float64", "The lower end of the discrimination's interval at the run's level."),
+    Column("discrimination_hi", "float64", "The upper end of the discrimination's interval at the run's level."),
+    Column(
+        "flag",
+        "string",
+        "likely_mislabeled (discrimination below 0 with probability above the run's level), saturated (every agent "
+        "scores 1), unsolved (every agent scores 0), uninformative (interval includes 0 where agents would tell), or empty.",
+    ),
+    Column("flag_reason", "string", "Why the test case has its flag, in words to check; or why it could not be judged."),
     Column("matches", "int64", "How many matches the row counts."),
     Column("mean_score", "float64", "The mean match score S of the row's matches (agent's view)."),
     Column("mean_metric", "float64", "The mean raw metric M of the row's matches."),

@@ -35,6 +35,19 @@ def test_query_says_how_many_it_leaves_out_and_names_its_scale(tmp_path, capsys)
     assert "showing" not in out and sum("agent_" in line for line in out.splitlines()) == 21
 
 
+def test_query_selects_by_flag_and_discrimination(tmp_path, capsys):
+    write_warehouse(tmp_path, agents=4, test_cases=6)
+    path = tmp_path / "warehouse/test_case_ratings/quiz.parquet"
+    ratings = pd.read_parquet(path)
+    ratings["discrimination"] = [1.1, -0.9, 0.8, 1.0, -1.4, 0.2]
+    ratings["flag"] = ["", "likely_mislabeled", "", "saturated", "likely_mislabeled", ""]
+    ratings.to_parquet(path)
+    assert main(["query", "flag == 'likely_mislabeled' and discrimination < -1", "--storage", str(tmp_path)]) == 0
+    assert "selected 1 test case(s); quiz: 1" in capsys.readouterr().out
+    assert main(["query", "flag in ['likely_mislabeled', 'saturated']", "--storage", str(tmp_path)]) == 0
+    assert "selected 3 test case(s)" in capsys.readouterr().out
+
+
 def test_query_refuses_a_top_below_one(tmp_path, capsys):
     write_warehouse(tmp_path, agents=3, test_cases=5)
     assert main(["query", "rating > 0", "--storage", str(tmp_path), "--top", "0"]) == 1

@@ -84,7 +84,8 @@ def test_output_tables_have_the_engine_columns_and_summaries():
         "mu_lo", "mu_hi", "rank", "rank_lo", "rank_hi", "component",
     ]  # fmt: skip
     assert list(result.test_cases.columns) == [
-        "test_case_id", "mu", "sigma", "matches", "mean_score", "mean_metric", "mu_order_sd", "component",
+        "test_case_id", "mu", "sigma", "discrimination", "discrimination_lo", "discrimination_hi", "flag", "flag_reason",
+        "matches", "mean_score", "mean_metric", "mu_order_sd", "component",
         "mu_after_1", "sigma_after_1",  # each test case's history (here: at most 2 matches)
     ]  # fmt: skip
     assert list(result.snapshots.columns) == ["fraction", "kind", "id", "mu", "sigma"]

@@ -91,8 +91,9 @@ def test_discriminations_follow_the_truth():
     assert np.corrcoef(d, alpha)[0, 1] > 0.6
     assert (cases["discrimination_lo"] < cases["discrimination"]).all()
     assert (cases["discrimination"] < cases["discrimination_hi"]).all()
-    # the rasch cannot tell them apart: its ratings of the same agents are off the 2PL's
-    assert "discrimination" not in rate(matches, **QUICK).test_cases
+    # the rasch's: each test case fitted alone on the rasch's agents, nearly as close
+    rasch = _by_index(rate(matches, **QUICK).test_cases, "discrimination", "test_case")
+    assert np.corrcoef(rasch, alpha)[0, 1] > 0.5
 
 
 def test_agent_intervals_cover_at_about_their_level():

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 
 from agielo_dagster.domain.explorer import MAX_POINTS, explorer_data, render_explorer
@@ -422,6 +423,55 @@ def test_unranked_agents_come_last_badged_and_the_headline_names_the_top(benchma
     assert any(u.startswith("disconnected: typo — shares no test case") for u in unusual)
     assert any(u.startswith("unplaced: ghost — none of its 10 test cases") for u in unusual)
     assert lines == len(on_scale)  # only the main component is drawn on the difficulty axis
+
+
+def test_the_suspects_section_shows_results_by_agent_filters_by_flag_and_searches_tags(benchmark, browser, tmp_path):
+    """Each suspect with its results by agent, strongest first (one cell per agent played, titled with its score),
+    filtered by flag and searched by tag; a hostile id stays text; the page fits 1,280 px."""
+    from agielo_dagster.domain.suspects import suspect_table
+
+    run, chromium = browser
+    result, matches = benchmark["result"], benchmark["matches"]
+    hostile, plain = EVIL_IDS[0], result.test_cases["test_case_id"].iloc[1]
+    flagged = result.test_cases.assign(flag="", discrimination=1.0, discrimination_lo=0.5, discrimination_hi=1.5, flag_reason="")
+    flagged.loc[flagged["test_case_id"] == hostile, ["flag", "discrimination", "flag_reason"]] = [
+        "likely_mislabeled",
+        -1.2,
+        "strong agents fail it",
+    ]
+    flagged.loc[flagged["test_case_id"] == plain, ["flag", "discrimination", "flag_reason"]] = ["uninformative", 0.1, "noise"]
+    played = matches[~((matches["test_case_id"] == plain) & (matches["agent_id"] == "agent_00"))]  # one not played
+    suspects = suspect_table(pa.Table.from_pandas(flagged), pa.Table.from_pandas(played), benchmark["agents"])
+    path = tmp_path / "suspects.html"
+    path.write_text(render_explorer("quiz", benchmark["agents"], result.test_cases, tags=benchmark["tags"], suspects=suspects))
+    errors = []
+
+    def check():
+        context = chromium.new_context(offline=True, viewport={"width": 1280, "height": 900})
+        page = context.new_page()
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(path.as_uri(), wait_until="load")
+        rows = page.locator("#suspect-grid tbody tr")
+        ids = [rows.nth(i).locator("td.col-test_case_id").inner_text() for i in range(rows.count())]
+        cells = [rows.nth(i).locator("svg.results rect").count() for i in range(rows.count())]
+        first_title = rows.first.locator("svg.results rect title").first.text_content()
+        page.locator("#suspects").screenshot(path=str(ARTIFACTS / "explorer_suspects.png"))
+        page.select_option("#suspect-flag", "uninformative")
+        by_flag = page.locator("#suspect-grid tbody tr td.col-test_case_id").all_inner_texts()
+        page.select_option("#suspect-flag", "")
+        tag = benchmark["tags"].set_index("test_case_id").loc[plain, "subject"]
+        page.fill("#suspect-search", f"subject: {tag}")
+        by_tag = page.locator("#suspect-grid tbody tr td.col-test_case_id").all_inner_texts()
+        wide = page.evaluate("() => document.documentElement.scrollWidth")
+        context.close()
+        return ids, cells, first_title, by_flag, by_tag, wide
+
+    ids, cells, first_title, by_flag, by_tag, wide = run(check)
+    assert errors == [] and ids == [hostile, plain]  # most reversed first; the hostile id as text
+    strongest = benchmark["agents"].sort_values(["mu", "agent_id"], ascending=[False, True])["agent_id"].iloc[0]
+    score = matches.set_index(["test_case_id", "agent_id"]).loc[(hostile, strongest), "score"]
+    assert cells == [len(AGENT_NAMES), len(AGENT_NAMES) - 1] and first_title == f"{strongest}: {score:.2f}"
+    assert by_flag == [plain] and plain in by_tag and wide <= 1280
 
 
 def test_the_leaderboard_leads_with_rank_range_and_a_visible_interval_at_1280_px(benchmark, browser, tmp_path):
