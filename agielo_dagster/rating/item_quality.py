@@ -169,7 +169,7 @@ def item_quality(
     flag = np.full(data.n_test_cases, "", dtype=object)
     reason = np.full(data.n_test_cases, "", dtype=object)
     # a test case that is fine needs no words: only the others go through _judge (a wide benchmark has millions)
-    fine = (counts >= 2) & (lowest < highest) & (typical <= 1.0 / (2.0 * z)) & (lo > 0.0) & (negative <= level)
+    fine = (counts >= 2) & (lowest < highest) & (typical <= 1.0 / (2.0 * z)) & (lo > 0.0)
     rows = np.column_stack([counts, high, low, lowest, highest, lo, alpha, hi, negative, typical])
     for t in np.flatnonzero(~fine):
         # its agents are sorted by rating only where the reason needs them
