@@ -494,7 +494,7 @@ def _main(argv: list[str] | None = None) -> int:
         p.add_argument("--create", action="store_true", help="create the storage root (folder or bucket) if it does not exist")
         p.add_argument("--verbose", action="store_true", help="show Dagster's run logs")
         p.add_argument("--debug", action="store_true", help="show tracebacks")
-    q = sub.add_parser("query", help="select test cases across benchmarks by tags and rating; rank the agents on them")
+    q = sub.add_parser("query", help="select test cases across benchmarks by tags, rating, flag; rank the agents on them")
     q.add_argument("text", help="the query, e.g. \"subject == 'math' and rating > 1800\" (docs/capabilities.md: Queries)")
     q.add_argument("--storage", default=None, help="a folder or s3://bucket/prefix (default: AGIELO_STORAGE or ./agielo_data)")
     q.add_argument("--top", type=int, default=20, help="agents shown (default 20; the output says when more exist)")

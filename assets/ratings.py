@@ -13,6 +13,7 @@ from agielo_dagster.domain.layout import warehouse_path
 from agielo_dagster.domain.ledger import read_exclude, read_model, read_scoring
 from agielo_dagster.domain.lineage import RATING_VERSION
 from agielo_dagster.domain.standing import FRAGILITY_KEY
+from agielo_dagster.domain.suspects import EXCLUSION_KEY
 from agielo_dagster.rating.frames import row_positions
 from agielo_dagster.rating.predict import competency_gaps
 from agielo_dagster.rating.schema import MATCH_COLUMNS
@@ -30,6 +31,7 @@ from .partitions import benchmark_partitions
 
 SEED = 42
 TWINS = 10  # calibrated twins of the benchmark rated for the reliability yardstick (one rating pass each)
+MAX_RECORDED = 1000  # excluded test cases named in agent_ratings' parquet metadata (the report's); all are counted
 TWIN_MAX_MATCHES = 250_000  # above it the yardstick stays null: 10 twins of 1,000,000 matches take about 21 s on 2 busy cores
 
 
@@ -80,11 +82,11 @@ def ratings(context: dg.AssetExecutionContext, storage: ObjectStorage):
     # straight from the parquet file, a row group at a time: no match table is held in memory
     settings = RatingSettings(seed=SEED, model=model)  # benchmark.yaml's model, the engine's defaults otherwise
     result = rate_parquet(source, settings=settings)
-    kept, exclusion = None, {}
+    kept, exclusion, moves = None, {}, None
     if exclude:  # benchmark.yaml's exclude: re-rated without the test cases it names or flags
         with retried_on_storage_errors(context):
             matches = store.read_table(path, columns=list(MATCH_COLUMNS))
-        kept, exclusion, result = rated_without(context, matches, result, exclude, settings)
+        kept, exclusion, result, moves = rated_without(context, matches, result, exclude, settings)
     reliability_table, yardstick = reliability_with_yardstick(context, store, path, result, kept)
     agent_table = with_provisional_agents(result.agents, result.test_cases, partial, model)
     agents = agent_table.to_pandas().sort_values(["rank", "mu", "agent_id"], ascending=[True, False, True])
@@ -98,6 +100,8 @@ def ratings(context: dg.AssetExecutionContext, storage: ObjectStorage):
     # metadata, which the report and the explorer read
     fragility = fragility_metadata(context, store, path, agents, result.n_matches, result.settings, kept)
     recorded = {**(agent_table.schema.metadata or {}), FRAGILITY_KEY.encode(): json.dumps(fragility, sort_keys=True).encode()}
+    if moves is not None:  # what the exclusion changed, for the report
+        recorded[EXCLUSION_KEY.encode()] = json.dumps(moves, sort_keys=True, default=float).encode()
     agent_table = agent_table.replace_schema_metadata(recorded)
     final = result.reliability.to_pandas().iloc[-1]
     common = {
@@ -162,8 +166,9 @@ def ratings(context: dg.AssetExecutionContext, storage: ObjectStorage):
 
 
 def rated_without(context, matches: pa.Table, result, exclude: tuple[str, ...], settings):
-    """(the matches kept, metadata, the result) of rating without the test cases ``exclude`` names (ids) or whose flag
-    it names; the metadata lists them with why, and how every agent's rank and rating moved."""
+    """(the matches kept, metadata, the result, the record) of rating without the test cases ``exclude`` names (ids) or
+    whose flag it names; the metadata and the record (:func:`~agielo_dagster.domain.suspects.exclusion_of`) list them
+    with why, and how every agent's rank and rating moved."""
     from agielo_dagster.rating.frames import encode_matches
     from agielo_dagster.rating.ratings import rate_encoded
 
@@ -173,7 +178,7 @@ def rated_without(context, matches: pa.Table, result, exclude: tuple[str, ...], 
     out = flags.filter(pc.or_(named, pc.is_in(flags.column("flag"), pa.array(exclude, pa.string())))).to_pandas()
     if out.empty or len(out) == flags.num_rows:  # nothing to leave out, or nothing would be left to rate
         context.log.warning(f"exclude {list(exclude)} leaves out {len(out)} of {flags.num_rows} test cases: ignored")
-        return None, {"excluded_test_cases": 0}, result
+        return None, {"excluded_test_cases": 0}, result, None
     out["why"] = out["flag"].where(out["flag"].isin(exclude), "named in benchmark.yaml")
     kept = matches.filter(
         pc.invert(pc.is_in(pc.cast(matches.column("test_case_id"), pa.string()), pa.array(out["test_case_id"].astype(str))))
@@ -187,7 +192,12 @@ def rated_without(context, matches: pa.Table, result, exclude: tuple[str, ...], 
         "excluded": frame_table(out[["test_case_id", "why"]].astype(str), ["test_case_id", "why"]),
         "moved_by_exclusion": frame_table(moved, ["agent_id", "rank", "rank_with_them", "mu", "mu_moved"], digits=1),
     }
-    return kept, metadata, again
+    record = {
+        "excluded": out[["test_case_id", "why"]].astype(str).head(MAX_RECORDED).to_dict("records"),
+        "excluded_test_cases": len(out),
+        "moved": moved[["agent_id", "rank", "rank_with_them", "mu", "mu_moved"]].astype({"agent_id": str}).to_dict("records"),
+    }
+    return kept, metadata, again, record
 
 
 # --- fragility of #1 (issue 22, item 6) -------------------------------------------------------

@@ -28,7 +28,7 @@ from agielo_dagster.domain.ledger import first_accepted, higher_is_better, read_
 from agielo_dagster.domain.lineage import RATING_VERSION
 from agielo_dagster.domain.matches import test_case_metadata
 from agielo_dagster.domain.standing import fragility_of
-from agielo_dagster.domain.suspects import SUSPECT_COLUMNS, suspect_table
+from agielo_dagster.domain.suspects import SUSPECT_COLUMNS, exclusion_of, suspect_table
 from agielo_dagster.rating.schema import MATCH_COLUMNS
 
 from .common import benchmark_asset, digest_of, frame_table, retried_on_storage_errors
@@ -147,6 +147,7 @@ def benchmark_reports(
             fragility=fragility,
             higher_is_better=direction,
             suspects=suspects,
+            exclusion=exclusion_of(agent_ratings.schema.metadata),
         ).encode()
         store.write_bytes(report_path(benchmark), html)
         explorer = render_explorer(

@@ -158,6 +158,7 @@ def render_report(
     fragility: dict | None = None,
     higher_is_better: bool = True,
     suspects: pd.DataFrame | None = None,
+    exclusion: dict | None = None,
 ) -> str:
     """The report's HTML text.
 
@@ -168,7 +169,9 @@ def render_report(
     or ``agents``). ``fragility`` (the ``fragility_*`` values of ``agent_ratings``) says under the headline how
     many test cases decide who is first. ``higher_is_better`` is the direction benchmark.yaml declares: the sign
     each ρ should have. ``suspects`` (:func:`~agielo_dagster.domain.suspects.suspect_table`) are listed with their
-    flag and reason, most reversed first; their results by agent are in the export it names.
+    flag and reason, most reversed first; their results by agent are in the export it names. ``exclusion``
+    (:func:`~agielo_dagster.domain.suspects.exclusion_of`): the test cases benchmark.yaml's ``exclude`` left out,
+    and how each agent's rank and rating moved.
     """
     final = reliability.iloc[-1]
     gap_columns = [
@@ -193,7 +196,7 @@ def render_report(
     zoom = f" Interval bars: ±{half:.0f} Elo around each rating ({ZOOM:g}× the widest half-interval)." if half else ""
     leaders = html.escape(headline(gaps)) if "rank_lo" in gaps else ""
     unusual = "".join(f"<li>{html.escape(line)}</li>" for line in unusual_agents(gaps))
-    suspect = _suspects_section(benchmark, suspects)
+    suspect = _suspects_section(benchmark, suspects) + _exclusion_section(exclusion)
     sections = "\n".join(
         f'<section><h2>{html.escape(TITLES.get(name, name))}</h2><img alt="{html.escape(name)}" src="{png_data_uri(png)}"></section>'
         for name, png in figures.items()
@@ -208,7 +211,7 @@ table.t td:first-child, table.t th:first-child {{ text-align: left; }} code {{ f
 table.t th {{ vertical-align: bottom; }}
 table.t td.col-agent_id {{ text-align: left; overflow-wrap: anywhere; min-width: 8em; }} table.t td.col-interval {{ white-space: nowrap; }}
 table.t td.col-status_reason, table.t td.col-flag_reason {{ text-align: left; }} svg.interval {{ vertical-align: middle; }} .muted {{ color: #667; font-size: 13px; }}
-#gaps, #hardest, #suspects, #inputs {{ overflow-x: auto; }}
+#gaps, #hardest, #suspects, #moved, #excluded, #inputs {{ overflow-x: auto; }}
 </style></head><body>
 <h1>AGI-Elo report: {html.escape(benchmark)}</h1>
 <p>{html.escape(description)}</p>
@@ -251,4 +254,21 @@ def _suspects_section(benchmark: str, suspects: pd.DataFrame | None) -> str:
         f"agents' ratings: check their reference answer and scoring. Each one's results by agent, strongest first: "
         f"<code>{html.escape(suspects_path(benchmark))}</code>.</p>\n"
         f'<div id="suspects">{_html_table(suspects, cells, suspects_path(benchmark), "suspects", columns)}</div>'
+    )
+
+
+def _exclusion_section(exclusion: dict | None) -> str:
+    """The "Excluded test cases" section ('' when benchmark.yaml excludes none): which and why, how the agents moved."""
+    if not exclusion or not exclusion.get("excluded_test_cases"):
+        return ""
+    excluded = pd.DataFrame(exclusion["excluded"], columns=["test_case_id", "why"])
+    moved = pd.DataFrame(exclusion["moved"], columns=["agent_id", "rank", "rank_with_them", "mu", "mu_moved"])
+    moved = moved.rename(columns={"mu": "rating", "mu_moved": "rating_moved"})
+    n = exclusion["excluded_test_cases"]
+    return (
+        f'<h2>Excluded test cases</h2>\n<p class="muted">benchmark.yaml\'s <code>exclude</code> leaves out {n} test '
+        "case(s): every rating on this page is without them. How each agent's rank and rating moved (rank_with_them: "
+        "its rank with them).</p>\n"
+        f'<div id="moved">{_html_table(moved, {}, table_id="moved-by-exclusion")}</div>\n'
+        f'<div id="excluded">{_html_table(excluded, {}, table_id="excluded-test-cases")}</div>'
     )

@@ -8,6 +8,8 @@ order of rating (strongest first), so that "the strong agents fail it" is read l
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -16,11 +18,13 @@ from .layout import warehouse_path
 from .store import Store
 
 __all__ = [
+    "EXCLUSION_KEY",
     "MISLABELED_WARN_SHARE",
     "SUSPECT_COLUMNS",
     "SUSPECT_FLAGS",
     "mislabeled_ids",
     "mislabeled_line",
+    "exclusion_of",
     "read_flags",
     "suspect_table",
 ]
@@ -31,6 +35,10 @@ SUSPECT_COLUMNS = ("test_case_id", "flag", "flag_reason", "discrimination", "dis
 # flag at most 0.9 % of clean test cases (docs/capabilities.md), audits find 3-6.5 % of items wrong in LLM benchmarks
 MISLABELED_WARN_SHARE = 0.02
 SHOWN_IDS = 5
+EXCLUSION_KEY = "agielo_exclusion"
+"""The key of ``agent_ratings``' parquet metadata holding what benchmark.yaml's ``exclude`` left out and how the agents
+moved (JSON: ``excluded`` [{test_case_id, why}], ``excluded_test_cases``, ``moved`` [{agent_id, rank, rank_with_them,
+mu, mu_moved}])."""
 
 
 def suspect_table(test_cases: pa.Table, matches: pa.Table, agents: pd.DataFrame) -> pd.DataFrame:
@@ -71,3 +79,10 @@ def mislabeled_ids(flags: pa.Table | None) -> list[str]:
     if flags is None:
         return []
     return [str(i) for i in flags.filter(pc.equal(flags.column("flag"), "likely_mislabeled")).column("test_case_id").to_pylist()]
+
+
+def exclusion_of(schema_metadata) -> dict:
+    """What the exclusion recorded in a table's schema metadata ({} when nothing was excluded)."""
+    metadata = schema_metadata or {}
+    raw = metadata.get(EXCLUSION_KEY.encode()) or metadata.get(EXCLUSION_KEY)
+    return json.loads(raw) if raw else {}

@@ -89,10 +89,13 @@ def test_exclude_re_rates_without_the_flagged_and_named_test_cases(daemon, root)
     assert why == {"tc_00": "named in benchmark.yaml", "tc_05": "likely_mislabeled", "tc_17": "likely_mislabeled"}
     moved = {r.data["agent_id"] for r in event.metadata["moved_by_exclusion"].value.records}
     assert len(moved) == 20  # the first rows (of 30 agents)
+    report = (root / "warehouse/reports/quiz.html").read_text()
+    assert "Excluded test cases" in report and "leaves out 3 test case(s)" in report and 'id="moved-by-exclusion"' in report
     # the exclusion is part of the benchmark's inputs: dropping it re-rates with every test case
     (root / "raw/quiz/benchmark.yaml").write_text("metric: correct\nscoring: identity\n")
     daemon.settle()
     assert len(pd.read_parquet(root / "warehouse/test_case_ratings/quiz.parquet")) == 60
+    assert "Excluded test cases" not in (root / "warehouse/reports/quiz.html").read_text()
 
 
 def test_a_provisional_agent_and_a_tag_file_leave_the_flags_as_they_are(daemon, root):
