@@ -215,17 +215,26 @@ def item_quality(
     typical = _typical_sd(data, test_case, theta, beta, inv)
     flag = np.full(data.n_test_cases, "", dtype=object)
     reason = np.full(data.n_test_cases, "", dtype=object)
-    # a test case that is fine needs no words: only the others go through _judge (a wide benchmark has millions)
-    fine = (counts >= 2) & (lowest < highest) & (typical <= 1.0 / (2.0 * z)) & (lo > 0.0)
-    rows = np.column_stack([counts, high, low, lowest, highest, lo, alpha, hi, negative, typical])
-    for t in np.flatnonzero(~fine):
+    # verdicts that need no ratings are shared by every test case of the same counts: a wide benchmark's millions
+    # of test cases of one agent hold one string, not one each
+    plain = (high == counts) | (low == counts) | (counts < 2) | (lowest == highest)
+    where = np.flatnonzero(plain)
+    keys, inverse = np.unique(
+        np.column_stack([counts[where], high[where], low[where], lowest[where]]), axis=0, return_inverse=True
+    )
+    verdicts = np.array([_plain(*key) for key in keys.tolist()] or np.empty((0, 2)), dtype=object).reshape(-1, 2)
+    flag[where], reason[where] = verdicts[inverse.ravel(), 0], verdicts[inverse.ravel(), 1]
+    # a test case that is fine needs no words: only the others go through _judge
+    fine = (typical <= 1.0 / (2.0 * z)) & (lo > 0.0)
+    rows = np.column_stack([counts, lo, alpha, hi, negative, typical])
+    for t in np.flatnonzero(~fine & ~plain):
         # its agents are sorted by rating only where the reason needs them
         flag[t], reason[t] = _judge(*rows[t].tolist(), partial(_halves, data, theta, t), level=level, binary=binary)
     return ItemQuality(alpha, lo, hi, flag, reason)
 
 
-def _judge(n, n_best, n_worst, lowest, highest, lo, alpha, hi, negative, typical, halves, *, level, binary) -> tuple[str, str]:
-    """(flag, reason) of one test case; ``halves()``: its k, and the k strongest and k weakest agents' mean scores."""
+def _plain(n, n_best, n_worst, lowest) -> tuple[str, str]:
+    """(flag, reason) of a test case every agent succeeds on, none does, one agent played, or all score alike."""
     n = int(n)
     agents = f"{n} agent{'s' if n != 1 else ''}"
     if n_best == n:
@@ -234,8 +243,14 @@ def _judge(n, n_best, n_worst, lowest, highest, lo, alpha, hi, negative, typical
         return "unsolved", f"none of its {agents} succeeds (score 0): check that it can be solved"
     if n < 2:
         return "", "only 1 agent played it: a discrimination needs agents of different ratings"
-    if lowest == highest:
-        return "uninformative", f"all {agents} score {lowest:.3g} on it: it tells no agents apart"
+    return "uninformative", f"all {agents} score {lowest:.3g} on it: it tells no agents apart"
+
+
+def _judge(n, lo, alpha, hi, negative, typical, halves, *, level, binary) -> tuple[str, str]:
+    """(flag, reason) of a test case its agents score differently on; ``halves()``: its k, and the k strongest and k
+    weakest agents' mean scores."""
+    n = int(n)
+    agents = f"{n} agent{'s' if n != 1 else ''}"
     interval = f"discrimination {alpha:.2f}, interval {lo:.2f} to {hi:.2f}"
     k, strong, weak = halves()
     if binary:

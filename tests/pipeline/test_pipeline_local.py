@@ -6,6 +6,7 @@ import os
 import dagster as dg
 import pandas as pd
 import pytest
+from agielo_dagster.assets.ledger import UPLOADS_CHECK
 
 from agielo_dagster.domain.lineage import RATING_VERSION
 from agielo_dagster.schedules import nightly_rerate
@@ -125,7 +126,7 @@ def test_a_rejected_upload_is_shown_as_rejected_and_is_not_rated(daemon, root):
     daemon.sensor_tick()
     run = daemon.runs[-1]
     assert run.success  # a rejection is a finding, not a failed run
-    (evaluation,) = run.get_asset_check_evaluations()
+    (evaluation,) = [e for e in run.get_asset_check_evaluations() if e.check_name == UPLOADS_CHECK]
     assert not evaluation.passed and evaluation.severity == dg.AssetCheckSeverity.WARN
     assert evaluation.metadata["first_rule"].value == "metric_in_range"
     row = ledger(root, "quiz").loc["raw/quiz/agent_1.csv"]
