@@ -35,6 +35,7 @@ from functools import partial
 
 import numba
 import numpy as np
+import pandas as pd
 from scipy.special import ndtr
 
 from ._logistic_kernels import _log_lik
@@ -58,7 +59,7 @@ class ItemQuality:
     discrimination_lo: np.ndarray
     discrimination_hi: np.ndarray
     flag: np.ndarray  # object: one of FLAGS or ''
-    flag_reason: np.ndarray  # object: '' for a test case that is fine
+    flag_reason: pd.Categorical  # '' for a test case that is fine
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -105,6 +106,7 @@ def _modes(start, agent, score, theta, beta, tau2, omega2, inv):
 GRID = 32  # points per axis of the posterior's grid (binary scores, test cases whose mode has α < 0)
 GRID_SDS = 8.0  # its half-width, in the normal approximation's sds: a reversed test case's posterior is skewed
 GRID_BUDGET = 200_000_000  # likelihood terms on grids per rating (about 1 CPU-s); past it, the most negative first
+BLOCK = 1 << 18  # test cases judged at a time
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -186,7 +188,31 @@ def item_quality(
 ) -> ItemQuality:
     """Each test case's discrimination and flag given the agents' ratings ``theta`` and the test cases' ``beta``
     (logits from the centre; β's prior variance ``tau2``), graded scores' dispersion ``phi``, the interval's ``level``;
-    ``model``: the model's own discrimination (mean, sd), used as it is."""
+    ``model``: the model's own discrimination (mean, sd), used as it is.
+
+    Taken ``BLOCK`` test cases at a time: the per-match temporaries of a wide benchmark stay those of a block."""
+    n_t, n = data.n_test_cases, len(data.score)
+    if n_t <= BLOCK:
+        return _words_once(_block(data, theta, beta, tau2, phi, binary, level, model, GRID_BUDGET))
+    parts = []
+    for a in range(0, n_t, BLOCK):
+        b = min(a + BLOCK, n_t)
+        rows = slice(data.start[a], data.start[b])
+        block = ByTestCase(data.start[a : b + 1] - data.start[a], data.agent[rows], data.score[rows], data.n_agents)
+        own = None if model is None else (model[0][a:b], model[1][a:b])
+        budget = GRID_BUDGET * (rows.stop - rows.start) // max(n, 1)  # the rating's budget, shared by the blocks
+        parts.append(_block(block, theta, beta[a:b], tau2, phi, binary, level, own, budget))
+    return _words_once(ItemQuality(*(np.concatenate([getattr(q, c) for q in parts]) for c in ItemQuality.__dataclass_fields__)))
+
+
+def _words_once(quality: ItemQuality) -> ItemQuality:
+    """Reasons as categories: a few distinct texts, each stored once (a benchmark of one agent has the same reason
+    for each of its millions of test cases), in the table and in its parquet (a dictionary)."""
+    reason = pd.Categorical(quality.flag_reason)
+    return ItemQuality(quality.discrimination, quality.discrimination_lo, quality.discrimination_hi, quality.flag, reason)
+
+
+def _block(data: ByTestCase, theta, beta, tau2: float, phi: float, binary: bool, level: float, model, budget: int):
     test_case = np.repeat(np.arange(data.n_test_cases), np.diff(data.start))
     inv = 1.0 / phi
     if model is None:
@@ -204,7 +230,7 @@ def item_quality(
         candidates = np.flatnonzero((alpha < 0.0) & (np.diff(data.start) >= 2))
         candidates = candidates[np.argsort(-negative[candidates], kind="stable")]  # a noisy benchmark's: bounded
         cost = np.cumsum(np.diff(data.start)[candidates]) * GRID * GRID
-        candidates = candidates[cost <= GRID_BUDGET]
+        candidates = candidates[cost <= budget]
         negative[candidates] = _negative_shares(
             data.start, data.agent, data.score, theta, mode, curvature, candidates, tau2, omega2, inv
         )
@@ -217,31 +243,33 @@ def item_quality(
     reason = np.full(data.n_test_cases, "", dtype=object)
     # verdicts that need no ratings are shared by every test case of the same counts: a wide benchmark's millions
     # of test cases of one agent hold one string, not one each
-    plain = (high == counts) | (low == counts) | (counts < 2) | (lowest == highest)
-    where = np.flatnonzero(plain)
-    keys, inverse = np.unique(
-        np.column_stack([counts[where], high[where], low[where], lowest[where]]), axis=0, return_inverse=True
-    )
-    verdicts = np.array([_plain(*key) for key in keys.tolist()] or np.empty((0, 2)), dtype=object).reshape(-1, 2)
-    flag[where], reason[where] = verdicts[inverse.ravel(), 0], verdicts[inverse.ravel(), 1]
+    plain = np.select([high == counts, low == counts, counts < 2, lowest == highest], [0, 1, 2, 3], -1).astype(np.int8)
+    for kind in range(4):
+        where = np.flatnonzero(plain == kind)
+        keys = np.column_stack([counts[where], lowest[where]]) if kind == 3 else counts[where]
+        if len(where):
+            keys, inverse = np.unique(keys, axis=0, return_inverse=True)
+            verdicts = np.array([_plain(kind, *np.atleast_1d(key).tolist()) for key in keys], dtype=object)
+            flag[where], reason[where] = verdicts[inverse.ravel(), 0], verdicts[inverse.ravel(), 1]
     # a test case that is fine needs no words: only the others go through _judge
-    fine = (typical <= 1.0 / (2.0 * z)) & (lo > 0.0)
-    rows = np.column_stack([counts, lo, alpha, hi, negative, typical])
-    for t in np.flatnonzero(~fine & ~plain):
+    judged = np.flatnonzero((plain < 0) & ~((typical <= 1.0 / (2.0 * z)) & (lo > 0.0)))
+    rows = np.column_stack([counts[judged], lo[judged], alpha[judged], hi[judged], negative[judged], typical[judged]])
+    for t, row in zip(judged.tolist(), rows.tolist(), strict=True):
         # its agents are sorted by rating only where the reason needs them
-        flag[t], reason[t] = _judge(*rows[t].tolist(), partial(_halves, data, theta, t), level=level, binary=binary)
+        flag[t], reason[t] = _judge(*row, partial(_halves, data, theta, t), level=level, binary=binary)
     return ItemQuality(alpha, lo, hi, flag, reason)
 
 
-def _plain(n, n_best, n_worst, lowest) -> tuple[str, str]:
-    """(flag, reason) of a test case every agent succeeds on, none does, one agent played, or all score alike."""
+def _plain(kind: int, n, lowest=None) -> tuple[str, str]:
+    """(flag, reason) of a test case every agent succeeds on (``kind`` 0), none does (1), one agent played (2), or
+    its agents all score ``lowest`` (3)."""
     n = int(n)
     agents = f"{n} agent{'s' if n != 1 else ''}"
-    if n_best == n:
+    if kind == 0:
         return "saturated", f"all {agents} succeed on it (score 1): it no longer tells agents apart"
-    if n_worst == n:
+    if kind == 1:
         return "unsolved", f"none of its {agents} succeeds (score 0): check that it can be solved"
-    if n < 2:
+    if kind == 2:
         return "", "only 1 agent played it: a discrimination needs agents of different ratings"
     return "uninformative", f"all {agents} score {lowest:.3g} on it: it tells no agents apart"
 

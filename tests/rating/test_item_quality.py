@@ -1,6 +1,8 @@
 """Each test case's discrimination and flag (issue 40): every flag on a small constructed benchmark, every model,
 and the benchmarks where a flag cannot be given say why."""
 
+import importlib
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -107,3 +109,16 @@ def test_the_flags_do_not_depend_on_the_row_order():
     first = _cases(m)
     again = _cases(m.sample(frac=1.0, random_state=3))
     pd.testing.assert_frame_equal(first, again.loc[first.index])
+
+
+@pytest.mark.parametrize("outcome", ["binary", "graded"])
+def test_a_wide_benchmark_judged_in_blocks_gets_the_verdicts_of_one_pass(monkeypatch, outcome):
+    quality = importlib.import_module("agielo_dagster.rating.item_quality")
+    m = _benchmark(60, 40, outcome=outcome, reversed_=(7,), noise=(3,))
+    m.loc[m["test_case_id"] == "tc_01", "score"] = 1.0
+    whole = _cases(m)
+    blocks, judge = [], quality._block
+    monkeypatch.setattr(quality, "BLOCK", 7)
+    monkeypatch.setattr(quality, "_block", lambda data, *rest: blocks.append(data.n_test_cases) or judge(data, *rest))
+    pd.testing.assert_frame_equal(_cases(m), whole)
+    assert blocks == [7, 7, 7, 7, 7, 5]
