@@ -65,6 +65,15 @@ def benchmark():
     )
 
 
+def opened(chromium, path, errors: list, **options):
+    """A new offline context (``options``: its viewport) and a page of it loaded from ``path``, its errors kept."""
+    context = chromium.new_context(offline=True, **options)
+    page = context.new_page()
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(path.as_uri(), wait_until="load")
+    return context, page
+
+
 def render(b, **extra):
     r = b["result"]
     options = dict(
@@ -393,10 +402,7 @@ def test_unranked_agents_come_last_badged_and_the_headline_names_the_top(benchma
     errors = []
 
     def check():
-        context = chromium.new_context(offline=True)
-        page = context.new_page()
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.goto(path.as_uri(), wait_until="load")
+        context, page = opened(chromium, path, errors)
         page.locator("#leaderboard-size").select_option("100")
         rows = page.locator("#leaderboard-grid tbody tr")
         names = [rows.nth(i).locator(".agent-name").inner_text() for i in range(rows.count())]
@@ -447,10 +453,7 @@ def test_the_suspects_section_shows_results_by_agent_filters_by_flag_and_searche
     errors = []
 
     def check():
-        context = chromium.new_context(offline=True, viewport={"width": 1280, "height": 900})
-        page = context.new_page()
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.goto(path.as_uri(), wait_until="load")
+        context, page = opened(chromium, path, errors, viewport={"width": 1280, "height": 900})
         rows = page.locator("#suspect-grid tbody tr")
         ids = [rows.nth(i).locator("td.col-test_case_id").inner_text() for i in range(rows.count())]
         cells = [rows.nth(i).locator("svg.results rect").count() for i in range(rows.count())]
@@ -484,10 +487,7 @@ def test_the_leaderboard_leads_with_rank_range_and_a_visible_interval_at_1280_px
     errors = []
 
     def check():
-        context = chromium.new_context(offline=True, viewport={"width": 1280, "height": 900})
-        page = context.new_page()
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.goto(path.as_uri(), wait_until="load")
+        context, page = opened(chromium, path, errors, viewport={"width": 1280, "height": 900})
         page.locator("#leaderboard-grid tbody tr").first.wait_for()
         page.screenshot(path=str(ARTIFACTS / "explorer_1280.png"), full_page=True)
         page.locator("#leaderboard").screenshot(path=str(ARTIFACTS / "explorer_leaderboard_1280.png"))
