@@ -115,6 +115,7 @@ class RunSummary:
     new_agents: dict[str, list[str]] = field(default_factory=dict)  # agents a rated benchmark did not have before
     judgment_sets_read: list[str] = field(default_factory=list)
     failed_runs: list[str] = field(default_factory=list)
+    leaderboard: bool = False  # re-fitted in this run
     seconds: float = 0.0
 
 
@@ -230,6 +231,7 @@ def run_pipeline(
         assets_defs_of,
         graph_of,
         incoming_stale,
+        leaderboard_stale,
         observe,
         observe_problems,
         quarantine_stale,
@@ -289,6 +291,11 @@ def run_pipeline(
                     summary.new_agents[benchmark] = sorted((_agent_ids(store, benchmark) or set()) - before)
             elif report is not None:
                 (summary.withdrawn if before is not None else summary.not_rated).append(benchmark)
+        if leaderboard_stale(instance, graph, store):  # after the benchmarks: it reads every one's ratings
+            result = execute(storage, instance, "rate_leaderboard", log_level=log_level)
+            summary.leaderboard = result.success
+            if not result.success:
+                summary.failed_runs.append(f"leaderboard: {_first_error(result)}")
         judgment_sets = stale_judgment_sets(store)  # new or changed judgments/<set>.csv: read, ranked or rejected
         if judgment_sets:
             known = set(instance.get_dynamic_partitions(judgment_partitions.name))
@@ -386,6 +393,8 @@ def print_summary(store: Store, summary: RunSummary, out: TextIO | None = None) 
             mislabeled = []  # being rewritten by another process: the next run shows it
         if mislabeled:
             print(f"    {mislabeled_line(mislabeled, store.uri(suspects_path(benchmark)))}", file=out)
+    if line := leaderboard_line(store):
+        print(f"  {line}", file=out)
     if renamed := renamed_benchmarks(store):  # a task that became two benchmarks, or a name made safe, said once
         names = [f"{b} ({o!r})" for b, o in sorted(renamed.items())]
         shown = ", ".join(names[:MAX_NAMES]) + (f" and {len(names) - MAX_NAMES} more" if len(names) > MAX_NAMES else "")
@@ -416,6 +425,30 @@ def print_summary(store: Store, summary: RunSummary, out: TextIO | None = None) 
         print(f"  FAILED {failure}", file=out)
     print(f"outputs: {store.uri('warehouse')}", file=out)
     return int((problems["status"] != "skipped").sum())
+
+
+def leaderboard_line(store: Store) -> str:
+    """The leaderboard across benchmarks in one line ('' without one, or with one benchmark)."""
+    from .domain.layout import warehouse_path
+    from .domain.meaning import SATURATED
+    from .domain.standing import MAX_NAMES
+
+    try:
+        agents = store.read_table(warehouse_path("agent_leaderboard", None)).to_pandas()
+        scales = store.read_table(warehouse_path("benchmark_scales", None)).to_pandas()
+    except (OSError, ValueError):
+        return ""
+    if len(scales) < 2:
+        return ""
+    top = agents[(agents["component"] == 0) & (agents["rank"] == 1)]["agent_id"].astype(str).tolist()
+    shown = ", ".join(top[:MAX_NAMES]) + (f" and {len(top) - MAX_NAMES} more" if len(top) > MAX_NAMES else "")
+    apart = int((agents["component"] > 0).sum())
+    saturated = scales[scales["saturation"] >= SATURATED]["benchmark"].tolist()
+    return (
+        f"across {len(scales)} benchmarks: {len(agents)} agents on one scale; top tier {shown}"
+        + (f"; {apart} agent(s) share no test case with them, ranked apart" if apart else "")
+        + (f"; saturated (the best agent passes ≥ {SATURATED:.0%}): {', '.join(saturated)}" if saturated else "")
+    )
 
 
 def _leaders(gaps) -> str:

@@ -40,6 +40,14 @@ plan_placement = dg.define_asset_job(
     description="Plan the next test cases to evaluate a new agent on (config: agent, budget); used by `agielo plan`.",
 )
 
+rate_leaderboard = dg.define_asset_job(
+    "rate_leaderboard",
+    selection=dg.AssetSelection.groups("leaderboard"),
+    hooks=RELEASE_MEMORY,
+    description="Re-fit the leaderboard across every benchmark (from its last fit) and its pages, once benchmarks "
+    "were rated; run by `agielo run` and the sensor when the benchmarks' ratings or its code changed.",
+)
+
 report_quarantine = dg.define_asset_job("report_quarantine", selection=dg.AssetSelection.assets("quarantine_report"))
 
 rank_judgments = dg.define_asset_job(
@@ -54,6 +62,7 @@ JOBS = [
     rate_benchmarks,
     rate_benchmarks_nightly,
     rank_judgments,
+    rate_leaderboard,
     report_quarantine,
     tidy_warehouse,
 ]

@@ -20,7 +20,7 @@ from .assets.sources import SOURCES, incoming_logs, raw_uploads, upload_problems
 from .domain.inputs import NO_LOGS, Listing, RawTopLevel, benchmark_listings, incoming_digest, problems_digest, scan_raw
 from .domain.layout import INCOMING_LEDGER
 from .domain.store import Store
-from .freshness import DATA_VERSION, Graph, Records, latest_data_version, why_stale
+from .freshness import CODE_VERSION, DATA_VERSION, Graph, Records, latest_data_version, why_stale
 
 LEDGER = dg.AssetKey("upload_ledger")
 
@@ -112,6 +112,25 @@ def quarantine_stale(instance: dg.DagsterInstance, graph: Graph, events: list[dg
     return any(e.asset_key == upload_problems.key for e in events) or bool(
         why_stale(instance, graph, dg.AssetKey("quarantine_report"), None)
     )
+
+
+LEADERBOARD = dg.AssetKey("agent_leaderboard")
+
+
+def leaderboard_stale(instance: dg.DagsterInstance, graph: Graph, store: Store) -> str:
+    """Why the leaderboard across benchmarks needs a run ('' when it is current): it was never made while some
+    benchmark is rated, its code changed, or its data version (the digest of the benchmarks' inputs) is not today's."""
+    from .assets.leaderboard import pool_digest
+
+    record = Records(instance).latest(LEADERBOARD, None, source=False)
+    digest = pool_digest(store)
+    if record is None:
+        return "missing" if digest else ""
+    tags = record.asset_materialization.tags
+    declared = graph.code_versions.get(LEADERBOARD)
+    if declared and tags.get(CODE_VERSION) != declared:
+        return "new code version"
+    return "" if tags.get(DATA_VERSION) == digest else "benchmarks rated since"
 
 
 def vanished(instance: dg.DagsterInstance, observed: Observed) -> list[str]:

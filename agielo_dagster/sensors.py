@@ -7,7 +7,8 @@ of the source assets, and asks Dagster which of each benchmark's assets are miss
 benchmark gets one run of ``rate_benchmarks`` selecting its stale assets and what lies downstream, unless a run of
 it is already queued or in progress; a situation whose runs failed three times is left alone (and logged) until
 its files or the code change. It requests the conversion of changed harness logs, the tidying of the warehouse
-(``housekeeping.py``) and, once the benchmarks are settled, the quarantine report. Its cursor holds only the
+(``housekeeping.py``) and, once the benchmarks are settled, the leaderboard across benchmarks and the quarantine
+report. Its cursor holds only the
 refused entries of ``raw/`` it has logged, so each is logged once per change.
 """
 
@@ -20,8 +21,17 @@ from .assets.judgments import judgment_partitions
 from .assets.partitions import benchmark_partitions
 from .domain.judgments import judgment_sets
 from .housekeeping import has_temporaries, tidy_warehouse, vanished
-from .jobs import convert_incoming, rank_judgments, rate_benchmarks, report_quarantine
-from .pending import graph_of, incoming_stale, observe, quarantine_stale, rating_keys, rating_records, rating_selection
+from .jobs import convert_incoming, rank_judgments, rate_benchmarks, rate_leaderboard, report_quarantine
+from .pending import (
+    graph_of,
+    incoming_stale,
+    leaderboard_stale,
+    observe,
+    quarantine_stale,
+    rating_keys,
+    rating_records,
+    rating_selection,
+)
 from .resources.storage import ObjectStorage
 from .runs import BENCHMARK_TAG, STATE_TAG, TRIGGER_TAG, WAITING, fail_orphaned_runs
 
@@ -42,7 +52,7 @@ def _waiting(instance: dg.DagsterInstance, job_name: str) -> bool:
 
 @dg.sensor(
     name="benchmarks_sensor",
-    jobs=[convert_incoming, rate_benchmarks, report_quarantine, tidy_warehouse],
+    jobs=[convert_incoming, rate_benchmarks, rate_leaderboard, report_quarantine, tidy_warehouse],
     minimum_interval_seconds=TICK_SECONDS,
     default_status=dg.DefaultSensorStatus.RUNNING,
     description="Observes <root>/raw/ and <root>/incoming/, and requests a run for every benchmark whose assets "
@@ -99,6 +109,8 @@ def benchmarks_sensor(context: dg.SensorEvaluationContext, storage: ObjectStorag
     if (vanished(store, instance) or has_temporaries(store)) and not _waiting(instance, tidy_warehouse.name):
         requests.append(dg.RunRequest(job_name=tidy_warehouse.name, tags={TRIGGER_TAG: "sensor"}))
     settled = not requests and not busy and not converting
+    if settled and leaderboard_stale(instance, graph, store) and not _waiting(instance, rate_leaderboard.name):
+        requests.append(dg.RunRequest(job_name=rate_leaderboard.name, tags={TRIGGER_TAG: "sensor"}))
     if settled and quarantine_stale(instance, graph, observed.events) and not _waiting(instance, report_quarantine.name):
         requests.append(dg.RunRequest(job_name=report_quarantine.name, tags={TRIGGER_TAG: "sensor"}))
     partitions = set(instance.get_dynamic_partitions(benchmark_partitions.name))

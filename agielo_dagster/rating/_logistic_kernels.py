@@ -59,19 +59,39 @@ def _normalize(log_weight, m):
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def posterior_pass(start, agent, score, theta, mode, tau2, phi, nodes, log_weights, n_agents, agent_var, match_score, factor):
+def posterior_pass(
+    start,
+    agent,
+    score,
+    theta,
+    mode,
+    group,
+    centre,
+    tau2,
+    inv_phi,
+    share,
+    nodes,
+    log_weights,
+    n_agents,
+    agent_var,
+    match_score,
+    factor,
+):
     """Each test case's posterior given the agents' ``theta``, by adaptive Gauss-Hermite quadrature.
 
-    A test case's difficulty β has the prior N(0, tau2); its matches' quasi-likelihood is
-    Π p^(s/φ) (1 − p)^((1−s)/φ), p = σ(θ_a − β). The posterior's mode (``mode``, updated in place: the
-    start of the next pass) and curvature place the nodes; their normalized weights are the posterior.
+    Test case t belongs to ``group[t]`` (a benchmark of a pool; 0 for every test case of one benchmark): its
+    difficulty β has the prior N(centre[g], tau2[g]) and its matches' quasi-likelihood is
+    Π p^(s/φ) (1 − p)^((1−s)/φ), p = σ(θ_a − β), with ``inv_phi[g]`` = 1/φ. The posterior's mode (``mode``,
+    updated in place: the start of the next pass) and curvature place the nodes; their normalized weights are the
+    posterior. The agents' objective counts test case t's log marginal likelihood ``share[g]`` times (a pool that
+    weighs each benchmark alike; 1 otherwise): every sum over its matches below is weighed by it, its posterior is not.
 
     Per match it writes E[s − p]/φ (``match_score``: its part of the score) and its entry of the
-    Hessian's factor (``factor[i, 0]`` = w_i / √c_t, w_i = E[p(1 − p)]/φ its information, c_t = Σ w + 1/tau2:
-    the agents' negative Hessian is diag(Σ w) − F Fᵀ). Returns per agent the sums of E[s − p]/φ, of w,
+    Hessian's factor (``factor[i, 0]`` = w_i / √c_t, w_i = E[p(1 − p)]/φ its information, c_t = Σ w + 1/tau2[g]
+    (``root[t]`` = √c_t): the agents' negative Hessian is diag(Σ w) − F Fᵀ). Returns per agent the sums of E[s − p]/φ, of w,
     of E[w(1 − 2p)]/φ and E[w(1 − 6w)]/φ (the information's first and second derivatives in θ_a), and
-    Cov(s − p, β²)/φ (how the agent's score moves with tau2); per test case its posterior mean and variance,
-    E[β²] and Var(β²); and the Pearson sum
+    Cov(s − p, (β − centre)²)/φ (how the agent's score moves with tau2); per test case its posterior mean and
+    variance, E[(β − centre)²] and Var((β − centre)²); and per group the Pearson sum
     Σ (s − E p)² / (E p (1 − E p)) / (1 − h), each residual corrected by its leverage
     h = E[w]/φ · (Var β + ``agent_var``): the share of it that the two ratings have already absorbed.
     """
@@ -91,16 +111,21 @@ def posterior_pass(start, agent, score, theta, mode, tau2, phi, nodes, log_weigh
     second_var = np.empty(n_t)
     weight = np.empty(len(nodes))
     at = np.empty(len(nodes))
-    inv = 1.0 / phi
-    pearson = 0.0
+    pearson = np.zeros(len(centre))
+    root = np.empty(n_t)
     for t in range(n_t):
         lo = start[t]
         hi = start[t + 1]
+        g = group[t]
+        c = centre[g]
+        t2 = tau2[g]
+        inv = inv_phi[g]
+        part = share[g]
         b = mode[t]
-        curv = 1.0 / tau2
+        curv = 1.0 / t2
         for _ in range(100):
-            grad = -b / tau2
-            curv = 1.0 / tau2
+            grad = -(b - c) / t2
+            curv = 1.0 / t2
             for i in range(lo, hi):
                 p = _p(theta[agent[i]] - b)
                 grad -= (score[i] - p) * inv
@@ -115,9 +140,11 @@ def posterior_pass(start, agent, score, theta, mode, tau2, phi, nodes, log_weigh
         for k in range(K):
             beta = b + scale * nodes[k]
             at[k] = beta
-            v = log_weights[k] + nodes[k] * nodes[k] - 0.5 * beta * beta / tau2
+            v = log_weights[k] + nodes[k] * nodes[k] - 0.5 * (beta - c) * (beta - c) / t2
             weight[k] = v + _node_log_lik(lo, hi, agent, score, theta, beta, 1.0, inv, at_node, k)
         _normalize(weight, K)
+        for k in range(K):  # from here on β is measured from its prior mean
+            at[k] -= c
         m1 = 0.0
         m2 = 0.0
         for k in range(K):
@@ -132,7 +159,7 @@ def posterior_pass(start, agent, score, theta, mode, tau2, phi, nodes, log_weigh
             var = 1.0 / curv
             m2 = m1 * m1 + var
             sq_var = 2.0 * var * var + 4.0 * m1 * m1 * var
-        post_mean[t] = m1
+        post_mean[t] = m1 + c
         post_var[t] = var
         second[t] = m2
         second_var[t] = sq_var
@@ -155,21 +182,22 @@ def posterior_pass(start, agent, score, theta, mode, tau2, phi, nodes, log_weigh
             if K == 1:  # the normal's: Cov(s − p, β²) ≈ w Cov(β, β²)
                 cov = 2.0 * m1 * var * ew
             a = agent[i]
-            match_score[i] = (s - ep) * inv
+            match_score[i] = (s - ep) * inv * part
             factor[i, 0] = ew * inv
             information += ew * inv
-            score_sum[a] += (s - ep) * inv
-            info[a] += ew * inv
-            slope[a] += ed * inv
-            bend[a] += ee * inv
-            cross[a] += cov * inv
+            score_sum[a] += (s - ep) * inv * part
+            info[a] += ew * inv * part
+            slope[a] += ed * inv * part
+            bend[a] += ee * inv * part
+            cross[a] += cov * inv * part
             if 0.0 < ep < 1.0:
                 leverage = min(ew * inv * (var + agent_var[a]), 0.9)
-                pearson += (s - ep) ** 2 / (ep * (1.0 - ep)) / (1.0 - leverage)
-        root = math.sqrt(information + 1.0 / tau2)
+                pearson[g] += (s - ep) ** 2 / (ep * (1.0 - ep)) / (1.0 - leverage)
+        root[t] = math.sqrt(information + 1.0 / t2)
+        scaled = math.sqrt(part) / root[t]
         for i in range(lo, hi):
-            factor[i, 0] /= root
-    return score_sum, info, slope, bend, cross, post_mean, post_var, second, second_var, pearson
+            factor[i, 0] *= scaled
+    return score_sum, info, slope, bend, cross, post_mean, post_var, second, second_var, pearson, root
 
 
 @numba.njit(cache=True, nogil=True)

@@ -121,15 +121,21 @@ class LogisticModel:
     extends: LogisticModel | None = None  # a model whose parameters are this one's first ones: a cold fit starts from its
 
 
+ZERO, ONE = np.zeros(1), np.ones(1)
+
+
 def _rasch_posterior(data, theta, variances, phi, mode, rule, agent_var, match_score, factor) -> Posterior:
-    g, info, slope, bend, cross, mean, var, second, second_var, pearson = K.posterior_pass(
+    g, info, slope, bend, cross, mean, var, second, second_var, pearson, _ = K.posterior_pass(
         data.start,
         data.agent,
         data.score,
         theta,
         mode[:, 0],
-        variances[0],
-        phi,
+        np.zeros(data.n_test_cases, dtype=np.int64),  # one benchmark: one prior (a pool's are in .pool)
+        ZERO,
+        np.array([variances[0]]),
+        np.array([1.0 / phi]),
+        ONE,
         *rule,
         data.n_agents,
         agent_var,
@@ -146,7 +152,7 @@ def _rasch_posterior(data, theta, variances, phi, mode, rule, agent_var, match_s
         np.array([[second_var.sum()]]),
         factor,
         match_score,
-        pearson,
+        float(pearson[0]),
         mean[:, None],
         var[:, None],
     )

@@ -1,0 +1,443 @@
+"""One leaderboard across benchmarks: every agent and test case of every benchmark in one logistic model (ONEBench's pool).
+
+The model is the default one (:mod:`.logistic`), with one prior per benchmark: test case t of benchmark g has the
+difficulty β_t ~ N(c_g, τ_g²), and its scores are its benchmark's (each scored and directed by its own
+benchmark.yaml), with its benchmark's dispersion φ_g (1 for binary scores). The centres c_g put the benchmarks on
+one scale: they are fitted with the agents, by Newton's method on (θ, c). A centre moves every match of its
+benchmark as an agent would, with the opposite sign, so the (θ, c) Hessian is the agents' one bordered by a
+small dense block; the centres are eliminated (their block is diagonal) and θ's step solved by conjugate
+gradients, as in :func:`~.logistic.fit_logistic`. τ_g and φ_g are updated between the steps (EM for τ_g²).
+
+The level is fixed per set of benchmarks linked by shared agents: the first (largest) one's centre stays put
+while fitting; at the end each set is shifted so that its test cases' mean centre is 1500 Elo.
+Agents that share no test case (directly or through others) are in different components, ranked apart.
+
+``weigh``: "test_case" (the default: the likelihood, each test case counts once) or "benchmark" (each
+benchmark's log-likelihood weighed by (test cases per benchmark on average) / (its test cases), so that a
+benchmark of 10,000 test cases counts as much as one of 100; intervals then are the sandwich's).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import sparse
+from scipy.sparse import csgraph
+
+from . import _logistic_kernels as K
+from ._kernels import agent_components
+from .frames import Matches
+from .intervals import interval_ranks, ranks_among, z_of
+from .logistic import (
+    CENTRE,
+    LAPLACE_UNTIL,
+    LOGIT,
+    MAX_STEP,
+    NODES,
+    PRIOR_SCALE,
+    PRIOR_WEIGHT,
+    TOLERANCE,
+    _inverse,
+    _jeffreys,
+    _pcg,
+)
+from .settings import DEFAULT_LEVEL
+
+__all__ = ["WEIGHINGS", "PoolFit", "PoolRatings", "rate_pool"]
+
+WEIGHINGS = ("test_case", "benchmark")
+MAX_ITERATIONS = 200
+DENSE = 4096  # agents + benchmarks up to which the covariance is computed exactly (above: each agent's own curvature)
+
+
+@dataclass(frozen=True)
+class PoolFit:
+    """The fit's state on the pool's scale (Elo), by id: where the next fit starts (a warm start)."""
+
+    agents: dict[str, float]  # θ
+    centres: dict[str, float]  # c_g
+    spreads: dict[str, float]  # τ_g
+    dispersions: dict[str, float]  # φ_g
+
+
+@dataclass(frozen=True)
+class PoolRatings:
+    """The pooled leaderboard (``agents``), each benchmark on the pool's scale (``benchmarks``), each agent's pooled
+    rating beside the benchmarks it played (``by_benchmark``), and the fit (``fit``, ``iterations``)."""
+
+    agents: pd.DataFrame
+    benchmarks: pd.DataFrame
+    by_benchmark: pd.DataFrame
+    fit: PoolFit
+    iterations: int
+
+
+@dataclass(frozen=True)
+class _Pool:
+    """Every benchmark's matches in one canonical order: by benchmark, then test case, then agent."""
+
+    start: np.ndarray  # test case t's rows are start[t]:start[t + 1] (t over every benchmark's test cases)
+    agent: np.ndarray  # codes of ``agent_ids``
+    score: np.ndarray
+    group: np.ndarray  # per test case its benchmark's code
+    agent_ids: np.ndarray
+    names: list[str]
+    binary: np.ndarray  # per benchmark
+
+    @property
+    def n_agents(self) -> int:
+        return len(self.agent_ids)
+
+
+def _pooled(benchmarks: Mapping[str, Matches]) -> _Pool:
+    names = sorted(benchmarks)
+    agent_ids = np.unique(np.concatenate([np.asarray(benchmarks[b].agent_ids, dtype=object) for b in names]))
+    starts, agents, scores, groups, binary, offset = [np.zeros(1, dtype=np.int64)], [], [], [], [], 0
+    for g, name in enumerate(names):
+        m = benchmarks[name]
+        order = np.lexsort((m.agent, m.test_case))
+        counts = np.bincount(m.test_case, minlength=m.n_test_cases)
+        played = counts > 0
+        starts.append(offset + np.cumsum(counts[played]))
+        offset += len(m)
+        agents.append(np.searchsorted(agent_ids, np.asarray(m.agent_ids, dtype=object))[m.agent[order]])
+        scores.append(m.score[order])
+        groups.append(np.full(int(played.sum()), g, dtype=np.int64))
+        binary.append(bool(np.all((m.score == 0.0) | (m.score == 1.0))))
+    return _Pool(
+        np.concatenate(starts),
+        np.concatenate(agents).astype(np.int64),
+        np.ascontiguousarray(np.concatenate(scores), dtype=np.float64),
+        np.concatenate(groups),
+        agent_ids,
+        names,
+        np.array(binary),
+    )
+
+
+def _linked(pool: _Pool) -> tuple[np.ndarray, np.ndarray]:
+    """Each benchmark's set of benchmarks linked by shared agents, and one anchor per set (its most test cases)."""
+    n_g = len(pool.names)
+    group = np.repeat(pool.group, np.diff(pool.start))
+    played = sparse.coo_array((np.ones(len(group)), (pool.agent, group)), shape=(pool.n_agents, n_g)).tocsr()
+    link = (played.T @ played).tocsr()
+    _, label = csgraph.connected_components(link, directed=False)
+    size = np.bincount(pool.group, minlength=n_g)
+    anchor = np.zeros(n_g, dtype=bool)
+    for s in np.unique(label):
+        members = np.flatnonzero(label == s)
+        anchor[members[np.argmax(size[members])]] = True
+    return label, anchor
+
+
+def rate_pool(
+    benchmarks: Mapping[str, Matches],
+    *,
+    weigh: str = "test_case",
+    level: float = DEFAULT_LEVEL,
+    start: PoolFit | None = None,
+    provisional: frozenset[str] | set[str] = frozenset(),
+    tolerance: float = TOLERANCE,
+) -> PoolRatings:
+    """The pooled ratings of ``benchmarks`` (name → its encoded matches, scores as its benchmark scored them).
+
+    ``start`` (a previous :class:`PoolFit`) starts the fit where that one ended: a new upload to one benchmark
+    then takes a few passes. Agents' intervals are at ``level``, against the mean of their component.
+    ``provisional`` agents (evaluated on part of a benchmark only, wherever they were evaluated) are fitted with
+    the others but take no rank: their ``rank_lo``..``rank_hi`` are the ranks their interval allows among the rest.
+    """
+    if weigh not in WEIGHINGS:
+        raise ValueError(f"weigh={weigh!r}: expected one of {WEIGHINGS}")
+    if not benchmarks:
+        raise ValueError("rate_pool needs at least one benchmark")
+    pool = _pooled(benchmarks)
+    n_a, n_g, n_t = pool.n_agents, len(pool.names), len(pool.group)
+    sets, anchor = _linked(pool)
+    size = np.bincount(pool.group, minlength=n_g).astype(np.float64)
+    share = np.ones(n_g) if weigh == "test_case" else (n_t / n_g) / size
+    a_comp = _components(pool)
+    n_comp = int(a_comp.max(initial=-1)) + 1
+    theta, centre, tau2, phi = _start(pool, start)
+    mode = centre[pool.group].copy()
+    fine = np.polynomial.hermite.hermgauss(NODES)
+    fine = (fine[0], np.log(fine[1]))
+    coarse = (np.zeros(1), np.zeros(1))
+    rule = coarse if start is None else fine  # a warm start is near: the fine rule at once
+    free = ~anchor
+    n = len(pool.score)
+    match_score, factor = np.empty(n), np.empty((n, 1))
+    agent_var = np.zeros(n_a)
+    test_case = np.repeat(np.arange(n_t), np.diff(pool.start))
+    match_group = pool.group[test_case]
+    n_matches = np.bincount(match_group, minlength=n_g)
+    iteration = 0
+    while iteration < MAX_ITERATIONS:
+        iteration += 1
+        inv_phi = 1.0 / phi
+        score, info, slope, bend, _, mean, var, second, second_var, pearson, root = K.posterior_pass(
+            pool.start, pool.agent, pool.score, theta, mode, pool.group, centre, tau2, inv_phi, share,
+            *rule, n_a, agent_var, match_score, factor,
+        )  # fmt: skip
+        played = info > 0.0
+        info = np.where(played, info, 1.0)
+        post = _Pass(score, info, slope, bend)
+        jeffreys, curvature, bent = _jeffreys(post, info, played, a_comp, n_comp)
+        grad = np.where(played, score + jeffreys, 0.0)
+        border, d_c = _border(pool, factor[:, 0], root, share, test_case, match_group)
+        grad_c = np.where(free, -np.bincount(match_group, match_score, n_g), 0.0)
+        inv_d = np.where(free & (d_c > 0.0), 1.0 / np.where(d_c > 0.0, d_c, 1.0), 0.0)
+        precond = K.hessian_diagonal(pool.start, pool.agent, factor, info) + bent - (border**2) @ inv_d
+
+        def matvec(x, out, info=info, curvature=curvature, border=border, inv_d=inv_d):
+            K.hessian_matvec(pool.start, pool.agent, factor, info, x, out)
+            out += curvature(x) - border @ (inv_d * (border.T @ x))
+
+        step = _pcg(matvec, np.maximum(precond, 1e-12), grad + border @ (inv_d * grad_c))
+        step_c = inv_d * (grad_c + border.T @ step)
+        longest = max(np.abs(step).max(initial=0.0), np.abs(step_c).max(initial=0.0))
+        if longest > MAX_STEP:
+            step, step_c = step * (MAX_STEP / longest), step_c * (MAX_STEP / longest)
+        theta, centre = theta + step, centre + step_c
+        mode += step_c[pool.group]
+        agent_var = 1.0 / info
+        # Newton on each benchmark's log τ² given θ (the marginal likelihood's, with .logistic's inverse-gamma prior)
+        lam, total = 1.0 / tau2, np.bincount(pool.group, second, n_g)
+        grad_v = 0.5 * (lam * total - size) - PRIOR_WEIGHT / 2.0 + PRIOR_WEIGHT * PRIOR_SCALE**2 / 2.0 * lam
+        fisher = 0.5 * lam * total + PRIOR_WEIGHT * PRIOR_SCALE**2 / 2.0 * lam
+        curv_v = fisher - 0.25 * lam**2 * np.bincount(pool.group, second_var, n_g)
+        step_v = np.clip(grad_v / np.where(curv_v > 0.0, curv_v, fisher), -MAX_STEP, MAX_STEP)
+        tau2_next = tau2 * np.exp(step_v)
+        phi_next = np.where(pool.binary, 1.0, np.maximum(pearson / np.maximum(n_matches, 1), 1e-6))
+        moved = max(np.abs(np.log(tau2_next / tau2)).max(), np.abs(np.log(phi_next / phi)).max())
+        tau2, phi = tau2_next, phi_next
+        if rule is coarse and (max(longest, moved) < LAPLACE_UNTIL or iteration >= 8):
+            rule = fine
+        elif rule is fine and max(longest, moved) < tolerance:
+            break
+    shift = _level(sets, centre, size)
+    theta -= _agent_shift(pool, sets, shift)
+    centre -= shift
+    mean -= shift[pool.group]
+    variance = _relative_variance(pool, factor[:, 0], match_score, root, share, info, a_comp, test_case, match_group, free, weigh)
+    fit = PoolFit(
+        dict(zip(map(str, pool.agent_ids), CENTRE + LOGIT * theta, strict=True)),
+        dict(zip(pool.names, CENTRE + LOGIT * centre, strict=True)),
+        dict(zip(pool.names, LOGIT * np.sqrt(tau2), strict=True)),
+        dict(zip(pool.names, phi, strict=True)),
+    )
+    agents = _agent_table(pool, theta, variance, a_comp, level, frozenset(map(str, provisional)))
+    return PoolRatings(
+        agents, _benchmark_table(pool, agents, a_comp, centre, tau2, mean, var), _by_benchmark(pool, agents), fit, iteration
+    )
+
+
+@dataclass(frozen=True)
+class _Pass:
+    """What :func:`~.logistic._jeffreys` reads of a pass."""
+
+    score: np.ndarray
+    info: np.ndarray
+    slope: np.ndarray
+    bend: np.ndarray
+
+
+def _components(pool: _Pool) -> np.ndarray:
+    """Each agent's component (0: the most matches), through shared test cases."""
+    test_case = np.repeat(np.arange(len(pool.group)), np.diff(pool.start)).astype(np.int32)
+    root, _ = agent_components(pool.agent.astype(np.int32), test_case, pool.n_agents, len(pool.group))
+    roots, label = np.unique(root, return_inverse=True)
+    size = np.bincount(label[pool.agent], minlength=len(roots))
+    first = np.full(len(roots), pool.n_agents)
+    np.minimum.at(first, label, np.arange(pool.n_agents))
+    rank = np.empty(len(roots), dtype=np.int64)
+    rank[np.lexsort((first, -size))] = np.arange(len(roots))
+    return rank[label]
+
+
+def _start(pool: _Pool, start: PoolFit | None):
+    """θ, c, τ², φ in logits: a previous fit's where it has them, else the defaults."""
+    n_g = len(pool.names)
+    theta, centre = np.zeros(pool.n_agents), np.zeros(n_g)
+    tau2, phi = np.full(n_g, PRIOR_SCALE**2), np.ones(n_g)
+    if start is not None:
+        for i, a in enumerate(pool.agent_ids):
+            theta[i] = (start.agents.get(str(a), CENTRE) - CENTRE) / LOGIT
+        for g, b in enumerate(pool.names):
+            centre[g] = (start.centres.get(b, CENTRE) - CENTRE) / LOGIT
+            tau2[g] = (start.spreads.get(b, PRIOR_SCALE * LOGIT) / LOGIT) ** 2
+            phi[g] = start.dispersions.get(b, 1.0)
+    return theta, centre, tau2, phi
+
+
+def _border(pool: _Pool, f, root, share, test_case, match_group):
+    """The (θ, c) Hessian's border B (agents × benchmarks: H_θc = −B), its diagonal c block, and c's gradient.
+
+    A match i of agent a on test case t of benchmark g has the logit θ_a − c_g − b_t: its direction is e_a − e_g.
+    With F_t = Σ_i f_i (e_a − e_g) (f: the factor), the block is Σ λω_i z zᵀ − Σ_t F_t F_tᵀ (λω_i: the match's
+    information as the agents' diagonal holds it, f_i √(λ_g) √c_t)."""
+    n_g = len(pool.names)
+    s_t = np.bincount(test_case, f, len(pool.group))
+    lam_w = f * np.sqrt(share[match_group]) * root[test_case]
+    key = pool.agent * n_g + match_group
+    cells = pool.n_agents * n_g
+    border = (np.bincount(key, lam_w, cells) - np.bincount(key, f * s_t[test_case], cells)).reshape(pool.n_agents, n_g)
+    d_c = np.bincount(match_group, lam_w, n_g) - np.bincount(pool.group, s_t**2, n_g)
+    return border, d_c
+
+
+def _level(sets: np.ndarray, centre: np.ndarray, size: np.ndarray) -> np.ndarray:
+    """Per benchmark the shift that puts its set's test-case-weighted mean centre at 0."""
+    mean = np.bincount(sets, centre * size) / np.bincount(sets, size)
+    return mean[sets]
+
+
+def _agent_shift(pool: _Pool, sets: np.ndarray, shift: np.ndarray) -> np.ndarray:
+    """Per agent its set's shift (an agent plays benchmarks of one set only: sets are linked by agents)."""
+    group = np.repeat(pool.group, np.diff(pool.start))
+    out = np.zeros(pool.n_agents)
+    out[pool.agent] = shift[group]
+    return out
+
+
+def _relative_variance(pool: _Pool, f, match_score, root, share, info, a_comp, test_case, match_group, free, weigh) -> np.ndarray:
+    """Each agent's variance of θ_a − (the mean θ of its component's agents), in logits², from the (θ, c) Hessian.
+
+    Binary benchmarks weighed as the likelihood: H⁻¹; otherwise the sandwich H⁻¹ (Σ_t u_t u_tᵀ) H⁻¹ with the test
+    cases as clusters (graded scores' variance is not the model's; a weighed likelihood's curvature is not its
+    variance). Above ``DENSE`` parameters each agent's own curvature stands for its row of H."""
+    n_a, n_g, n_t = pool.n_agents, len(pool.names), len(pool.group)
+    border, d_c = _border(pool, f, root, share, test_case, match_group)
+    cols = np.flatnonzero(free)
+    n_x = n_a + len(cols)
+    fmat = sparse.csr_array((f, (pool.agent, test_case)), shape=(n_a, n_t))
+    if n_x > DENSE:
+        precond = info - np.bincount(pool.agent, f * f, n_a) - (border[:, cols] ** 2) @ (1.0 / d_c[cols])
+        return 1.0 / np.maximum(precond, 1e-12)
+    dense = fmat.toarray() if n_a * n_t <= 1 << 24 else None
+    gram = dense @ dense.T if dense is not None else (fmat @ fmat.T).toarray()
+    h = np.zeros((n_x, n_x))
+    h[:n_a, :n_a] = np.diag(info) - gram
+    h[:n_a, n_a:] = -border[:, cols]
+    h[n_a:, :n_a] = -border[:, cols].T
+    h[n_a:, n_a:] = np.diag(d_c[cols])
+    inverse = _inverse(h)
+    if weigh != "test_case" or not pool.binary.all():
+        at = np.full(n_g, -1)
+        at[cols] = n_a + np.arange(len(cols))
+        g_row = at[pool.group[test_case]]
+        rows = np.concatenate([pool.agent, g_row[g_row >= 0]])
+        where = np.concatenate([test_case, test_case[g_row >= 0]])
+        u = sparse.csr_array((np.concatenate([match_score, -match_score[g_row >= 0]]), (rows, where)), shape=(n_x, n_t))
+        meat = (u @ u.T).toarray()
+        inverse = inverse @ meat @ inverse
+    v = inverse[:n_a, :n_a]
+    out = np.empty(n_a)
+    for c in np.unique(a_comp):
+        idx = np.flatnonzero(a_comp == c)
+        block = v[np.ix_(idx, idx)]
+        out[idx] = np.diag(block) - 2.0 * block.mean(axis=1) + block.mean()
+    return np.maximum(out, 0.0)
+
+
+def _agent_table(pool: _Pool, theta, variance, a_comp, level: float, provisional: frozenset[str]) -> pd.DataFrame:
+    ids = np.array([str(a) for a in pool.agent_ids], dtype=object)
+    sd = LOGIT * np.sqrt(variance)
+    mu = np.round(CENTRE + LOGIT * theta, 6)
+    z = z_of(level)
+    lo, hi = mu - z * sd, mu + z * sd
+    test_case = np.repeat(np.arange(len(pool.group)), np.diff(pool.start))
+    pairs = np.unique(pool.agent * len(pool.names) + pool.group[test_case])
+    benchmarks = np.bincount(pairs // len(pool.names), minlength=pool.n_agents)
+    is_provisional = np.isin(ids, list(provisional))
+    rank = pd.array([pd.NA] * pool.n_agents, dtype="Int64")
+    rank_lo, rank_hi = rank.copy(), rank.copy()
+    joint = ~is_provisional
+    r, r_lo, r_hi = interval_ranks(lo[joint], hi[joint], a_comp[joint])
+    rank[joint], rank_lo[joint], rank_hi[joint] = r, r_lo, r_hi
+    for c in np.unique(a_comp[is_provisional]):
+        mine = is_provisional & (a_comp == c)
+        ref = joint & (a_comp == c)
+        best, worst = ranks_among(lo[mine], hi[mine], lo[ref], hi[ref])
+        rank_lo[mine], rank_hi[mine] = best, worst
+    status = np.where(is_provisional, "provisional", np.where(a_comp == 0, "rated", "disconnected"))
+    agents = pd.DataFrame(
+        {
+            "agent_id": ids,
+            "mu": mu,
+            "sigma": sd,
+            "mu_lo": lo,
+            "mu_hi": hi,
+            "rank": rank,
+            "rank_lo": rank_lo,
+            "rank_hi": rank_hi,
+            "benchmarks": benchmarks,
+            "test_cases": np.bincount(pool.agent, minlength=pool.n_agents),
+            "component": a_comp,
+            "status": status,
+            "status_reason": [_reason(s, c) for s, c in zip(status, a_comp, strict=True)],
+        }
+    )
+    order = np.lexsort((ids, -mu, is_provisional, a_comp))
+    return agents.iloc[order].reset_index(drop=True)
+
+
+def _reason(status: str, component: int) -> str:
+    if status == "provisional":
+        return "evaluated on part of a benchmark only: its interval places it, it takes no rank"
+    if status == "disconnected":
+        return f"shares no test case with the main component's agents, directly or through others: ranked within component {component}"
+    return ""
+
+
+def _benchmark_table(pool: _Pool, agents: pd.DataFrame, component, centre, tau2, mean, var) -> pd.DataFrame:
+    """Each benchmark on the pool's scale: its difficulties, and the share of its test cases its component's best
+    jointly rated agent is expected to pass (near 1: it no longer separates the agents)."""
+    test_case = np.repeat(np.arange(len(pool.group)), np.diff(pool.start))
+    match_group = pool.group[test_case]
+    rows = []
+    for g, name in enumerate(pool.names):
+        mine = pool.group == g
+        difficulty = CENTRE + LOGIT * mean[mine]
+        c = int(np.bincount(component[pool.agent[match_group == g]]).argmax())
+        best = agents[(agents["component"] == c) & (agents["status"] != "provisional")].head(1)
+        theta = (float(best["mu"].iloc[0]) - CENTRE) / LOGIT if len(best) else math.nan
+        # E σ(θ − β) over β's posterior, by the logistic-normal approximation
+        expected = 1.0 / (1.0 + np.exp(-(theta - mean[mine]) / np.sqrt(1.0 + math.pi * var[mine] / 8.0)))
+        p10, p50, p90 = np.percentile(difficulty, [10, 50, 90])
+        rows.append(
+            {
+                "benchmark": name,
+                "test_cases": int(mine.sum()),
+                "agents": len(np.unique(pool.agent[match_group == g])),
+                "component": c,
+                "centre": CENTRE + LOGIT * centre[g],
+                "spread": LOGIT * math.sqrt(tau2[g]),
+                "difficulty_p10": p10,
+                "difficulty_p50": p50,
+                "difficulty_p90": p90,
+                "best_agent": str(best["agent_id"].iloc[0]) if len(best) else None,
+                "saturation": float(expected.mean()),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _by_benchmark(pool: _Pool, agents: pd.DataFrame) -> pd.DataFrame:
+    """One row per (agent, benchmark) played: its test cases there and its pooled rating."""
+    test_case = np.repeat(np.arange(len(pool.group)), np.diff(pool.start))
+    frame = pd.DataFrame({"agent": pool.agent, "g": pool.group[test_case]})
+    counts = frame.value_counts(["agent", "g"]).reset_index(name="test_cases").sort_values(["g", "agent"])
+    pooled = agents.set_index("agent_id")["mu"]
+    ids = np.array([str(a) for a in pool.agent_ids], dtype=object)[counts["agent"].to_numpy()]
+    return pd.DataFrame(
+        {
+            "agent_id": ids,
+            "benchmark": np.array(pool.names, dtype=object)[counts["g"].to_numpy()],
+            "test_cases": counts["test_cases"].to_numpy(),
+            "pool_mu": pooled.reindex(ids).to_numpy(),
+        }
+    )

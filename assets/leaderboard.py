@@ -1,0 +1,170 @@
+"""The leaderboard across every benchmark: all agents and test cases in one model (ONEBench's pool, issue 41).
+
+Not partitioned: it reads every rated benchmark's matches (provisional ones included) and starts from its own
+last fit, so a new upload to one benchmark costs a few passes. Its data version is the digest of the benchmarks'
+inputs digests: ``agielo run`` and the sensor materialize it when that digest, or its code, changed
+(:func:`agielo_dagster.pending.leaderboard_stale`).
+"""
+
+import hashlib
+
+import dagster as dg
+import pandas as pd
+from agielo_dagster.resources.storage import ObjectStorage
+
+from agielo_dagster.domain.layout import warehouse_folder, warehouse_path
+from agielo_dagster.domain.ledger import higher_is_better
+from agielo_dagster.rating.schema import MATCH_COLUMNS
+
+from .common import declared, frame_table, retried_on_storage_errors, stored_digest
+
+POOL = ("agent_leaderboard", "benchmark_scales", "agent_benchmark_ratings")
+COLUMNS = ["agent_id", "test_case_id", "score"]
+
+
+class LeaderboardConfig(dg.Config):
+    weigh: str = "test_case"
+    """How benchmarks are weighed: "test_case" (each test case once: the likelihood) or "benchmark" (each alike)."""
+
+
+def _out(description: str) -> dg.AssetOut:
+    return dg.AssetOut(**declared(description, "leaderboard"))
+
+
+def rated_benchmarks(store) -> list[str]:
+    """The benchmarks with stored ratings."""
+    names = (n.removesuffix(".parquet") for n in store.list_dir(warehouse_folder("agent_ratings")))
+    return sorted(n for n in names if n != "_all")
+
+
+def pool_digest(store) -> str:
+    """What the leaderboard was made from: every rated benchmark's inputs digest ('' with none rated)."""
+    benchmarks = rated_benchmarks(store)
+    if not benchmarks:
+        return ""
+    text = "|".join(f"{b}={stored_digest(store, warehouse_path('agent_ratings', b))}" for b in benchmarks)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@dg.multi_asset(
+    outs={
+        "agent_leaderboard": _out(
+            "One row per agent over every benchmark, on one scale: agent_id, mu, sigma, the 90% interval mu_lo..mu_hi, "
+            "rank, rank_lo, rank_hi, benchmarks (how many it was evaluated on), test_cases, component (agents sharing "
+            "no test case, directly or through others, are ranked apart), status (rated, provisional, disconnected, "
+            "unplaced) and status_reason."
+        ),
+        "benchmark_scales": _out(
+            "Each benchmark on the leaderboard's scale: centre and spread of its difficulties, their 10/50/90% points, "
+            "its best agent and saturation (the share of its test cases that agent is expected to pass: near 1, the "
+            "benchmark no longer separates the agents), higher_is_better, dispersion."
+        ),
+        "agent_benchmark_ratings": _out(
+            "Per agent and benchmark played: test_cases, mu (its rating in the benchmark's own ratings), mu_on_pool "
+            "(that rating on the leaderboard's scale), pool_mu (its pooled rating) and its status there."
+        ),
+    },
+    deps=[dg.AssetDep("match_tables"), dg.AssetDep("provisional_matches"), dg.AssetDep("agent_ratings")],
+)
+def pooled_ratings(context: dg.AssetExecutionContext, config: LeaderboardConfig, storage: ObjectStorage):
+    from agielo_dagster.rating.frames import encode_matches
+    from agielo_dagster.rating.pool import rate_pool
+
+    store = storage.store
+    with retried_on_storage_errors(context):
+        digest = pool_digest(store)
+        benchmarks = rated_benchmarks(store)
+        tables, own, provisional_only = {}, [], None
+        for b in benchmarks:
+            joint = store.read_table(warehouse_path("match_tables", b), columns=list(MATCH_COLUMNS)).to_pandas()
+            partial = store.read_table(warehouse_path("provisional_matches", b), columns=list(MATCH_COLUMNS)).to_pandas()
+            known = partial["test_case_id"].astype(str).isin(set(joint["test_case_id"].astype(str)))
+            tables[b] = pd.concat([joint, partial[known]], ignore_index=True).astype({"agent_id": str, "test_case_id": str})
+            ratings = store.read_table(warehouse_path("agent_ratings", b), columns=["agent_id", "mu", "status"]).to_pandas()
+            own.append(ratings.astype({"agent_id": str}).assign(benchmark=b, higher_is_better=higher_is_better(store, b)))
+        start = previous_fit(store)
+    if not tables:
+        for name in POOL:
+            yield dg.Output(None, name, metadata={"benchmarks": 0})
+        return
+    own = pd.concat(own, ignore_index=True)
+    joint_somewhere = set(own.loc[own["status"] != "provisional", "agent_id"])
+    provisional_only = set(own.loc[own["status"] == "provisional", "agent_id"]) - joint_somewhere
+    pool = rate_pool(
+        {b: encode_matches(t) for b, t in tables.items()}, weigh=config.weigh, start=start, provisional=provisional_only
+    )
+    leaderboard = with_unplaced(pool.agents, own)
+    scales = pool.benchmarks.assign(
+        higher_is_better=pool.benchmarks["benchmark"].map(own.groupby("benchmark")["higher_is_better"].first()),
+        dispersion=pool.benchmarks["benchmark"].map(pool.fit.dispersions),
+    )
+    by_benchmark = pool.by_benchmark.merge(
+        own[["agent_id", "benchmark", "mu", "status"]], on=["agent_id", "benchmark"], how="left"
+    )
+    centre = by_benchmark["benchmark"].map(scales.set_index("benchmark")["centre"])
+    by_benchmark = by_benchmark.assign(mu_on_pool=by_benchmark["mu"] + centre - 1500.0)[
+        ["agent_id", "benchmark", "test_cases", "mu", "mu_on_pool", "pool_mu", "status"]
+    ]
+    common = {"inputs_digest": digest, "benchmarks": len(tables), "weigh": config.weigh}
+    version = dg.DataVersion(digest)
+    top = leaderboard[(leaderboard["component"] == 0) & (leaderboard["rank"] == 1)]["agent_id"]
+    counts = leaderboard["status"].value_counts()
+    yield dg.Output(
+        leaderboard,
+        "agent_leaderboard",
+        data_version=version,
+        metadata=common
+        | {
+            "top_tier": ", ".join(top),
+            "agents": len(leaderboard),
+            "components": int(leaderboard["component"].max()) + 1,
+            **{f"{s}_agents": int(counts.get(s, 0)) for s in ("rated", "provisional", "disconnected", "unplaced")},
+            "passes": pool.iterations,
+            "leaderboard": frame_table(
+                leaderboard, ["rank", "rank_lo", "rank_hi", "agent_id", "mu", "mu_lo", "mu_hi", "benchmarks", "status"]
+            ),
+        },
+    )
+    yield dg.Output(
+        scales,
+        "benchmark_scales",
+        data_version=version,
+        metadata=common
+        | {
+            "scales": frame_table(
+                scales, ["benchmark", "test_cases", "agents", "centre", "spread", "saturation", "best_agent"], digits=2
+            )
+        },
+    )
+    yield dg.Output(by_benchmark, "agent_benchmark_ratings", data_version=version, metadata=common)
+
+
+def previous_fit(store):
+    """The last leaderboard's fit, where the next one starts (None: none, or unreadable)."""
+    from agielo_dagster.rating.pool import PoolFit
+
+    try:
+        agents = store.read_table(warehouse_path("agent_leaderboard", None), columns=["agent_id", "mu"]).to_pandas()
+        scales = store.read_table(
+            warehouse_path("benchmark_scales", None), columns=["benchmark", "centre", "spread", "dispersion"]
+        ).to_pandas()
+    except (OSError, ValueError, KeyError):
+        return None
+    agents = agents.dropna()
+    scales = scales.set_index("benchmark")
+    return PoolFit(
+        dict(zip(agents["agent_id"].astype(str), agents["mu"], strict=True)),
+        scales["centre"].to_dict(),
+        scales["spread"].to_dict(),
+        scales["dispersion"].to_dict(),
+    )
+
+
+def with_unplaced(agents: pd.DataFrame, own: pd.DataFrame) -> pd.DataFrame:
+    """The pooled agents, and a row for every agent of a benchmark's ratings without a match in the pool."""
+    missing = sorted(set(own["agent_id"]) - set(agents["agent_id"]))
+    if not missing:
+        return agents
+    rows = pd.DataFrame({"agent_id": missing, "benchmarks": 0, "test_cases": 0, "component": -1, "status": "unplaced"})
+    rows["status_reason"] = "none of its results is on a test case its benchmarks rate: it has no rating"
+    return pd.concat([agents, rows], ignore_index=True).astype({"rank": "Int64", "rank_lo": "Int64", "rank_hi": "Int64"})

@@ -1,0 +1,103 @@
+"""The pooled leaderboard (issue 41): one model over every benchmark, on benchmarks split from the demo's digits."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import spearmanr
+
+from agielo_dagster.rating.frames import encode_matches
+from agielo_dagster.rating.pool import rate_pool
+
+ONE_HALF = "knn_5"  # evaluated on the first half only
+HALF_OF_HALF = "gaussian_nb"  # on the first half and half of the second
+
+
+@pytest.fixture(scope="module")
+def split(demo_digits):
+    """Two halves of digits, an agent missing from one, one on half of a half; and an unrelated benchmark."""
+    m = demo_digits.assign(agent_id=demo_digits["agent_id"].astype(str), test_case_id=demo_digits["test_case_id"].astype(str))
+    ids = np.sort(m["test_case_id"].unique())
+    first, second = ids[::2], ids[1::2]
+    a = m[m["test_case_id"].isin(first)]
+    b = m[m["test_case_id"].isin(second) & (m["agent_id"] != ONE_HALF)]
+    b = b[(b["agent_id"] != HALF_OF_HALF) | b["test_case_id"].isin(second[::2])]
+    # lower is better on the second half: its metric is the error, its score (what the pool reads) the same p_true
+    b = b.assign(metric=1.0 - b["score"])
+    other = m[m["test_case_id"].isin(ids[:300]) & m["agent_id"].isin(["mlp", "svc_rbf", "random_forest"])]
+    other = other.assign(agent_id="other-" + other["agent_id"], test_case_id="o-" + other["test_case_id"])
+    tables = {"digits_a": a, "digits_b": b, "unrelated": other}
+    return m, tables, {name: encode_matches(t) for name, t in tables.items()}
+
+
+def test_every_agent_once_the_unrelated_apart_the_order_of_the_mean_score(split):
+    m, tables, encoded = split
+    pool = rate_pool(encoded)
+    agents = pool.agents.set_index("agent_id")
+    assert not agents.index.duplicated().any()
+    assert set(agents.index) == set().union(*(set(t["agent_id"]) for t in tables.values()))
+    other = agents.index.str.startswith("other-")
+    assert (agents.loc[other, "component"] == 1).all() and (agents.loc[~other, "component"] == 0).all()
+    assert (agents.loc[other, "status"] == "disconnected").all() and (agents.loc[~other, "status"] == "rated").all()
+    assert sorted(agents.loc[other, "rank"].tolist()) == [1, 2, 3]  # ranked among themselves only
+    everywhere = [a for a in agents.index[~other] if a not in (ONE_HALF, HALF_OF_HALF)]
+    mean_score = m.groupby("agent_id")["score"].mean()
+    rho = spearmanr(agents.loc[everywhere, "mu"], mean_score[everywhere]).statistic
+    assert rho >= 0.9, rho
+    assert agents.loc[ONE_HALF, "benchmarks"] == 1 and agents.loc[HALF_OF_HALF, "benchmarks"] == 2
+    both = dict(
+        encoded,
+        digits_b=encode_matches(
+            pd.concat(
+                [tables["digits_b"], m[(m["agent_id"] == ONE_HALF) & ~m["test_case_id"].isin(tables["digits_a"]["test_case_id"])]]
+            )
+        ),
+    )
+    assert agents.loc[ONE_HALF, "sigma"] > 1.2 * rate_pool(both).agents.set_index("agent_id").loc[ONE_HALF, "sigma"]
+    assert set(pool.benchmarks["benchmark"]) == set(tables)
+    assert pool.benchmarks.set_index("benchmark").loc["unrelated", "component"] == 1
+    played = pool.by_benchmark.groupby("agent_id")["benchmark"].nunique()
+    assert (played == agents["benchmarks"].reindex(played.index)).all()
+
+
+def test_halves_of_one_benchmark_land_on_one_scale(split):
+    _, _, encoded = split
+    scales = rate_pool(encoded).benchmarks.set_index("benchmark")
+    # the halves are one benchmark's test cases dealt alternately: their centres and spreads agree
+    assert abs(scales.loc["digits_a", "centre"] - scales.loc["digits_b", "centre"]) < 25.0
+    assert abs(scales.loc["digits_a", "spread"] - scales.loc["digits_b", "spread"]) < 0.15 * scales.loc["digits_a", "spread"]
+    assert 0.0 < scales.loc["digits_a", "saturation"] <= 1.0
+
+
+def test_a_warm_start_gives_the_same_ratings_in_fewer_passes(split):
+    _, _, encoded = split
+    cold = rate_pool(encoded)
+    warm = rate_pool(encoded, start=cold.fit)
+    assert warm.iterations < cold.iterations
+    pd.testing.assert_series_equal(warm.agents["mu"], cold.agents["mu"], atol=0.01, check_exact=False)
+
+
+def test_row_order_and_names_do_not_move_the_ratings(split):
+    _, tables, encoded = split
+    shuffled = {name: encode_matches(t.sample(frac=1.0, random_state=3)) for name, t in tables.items()}
+    a, b = rate_pool(encoded).agents, rate_pool(shuffled).agents
+    pd.testing.assert_frame_equal(a, b)
+
+
+def test_provisional_agents_are_in_without_a_rank(split):
+    _, _, encoded = split
+    agents = rate_pool(encoded, provisional={HALF_OF_HALF}).agents.set_index("agent_id")
+    row = agents.loc[HALF_OF_HALF]
+    assert row["status"] == "provisional" and pd.isna(row["rank"])
+    assert 1 <= row["rank_lo"] <= row["rank_hi"] <= (agents["status"] == "rated").sum() + 1
+    rated = agents[agents["status"] == "rated"]
+    assert rated["rank"].min() == 1
+
+
+def test_weighing_each_benchmark_alike_is_an_option_and_bad_options_are_named(split):
+    _, _, encoded = split
+    alike = rate_pool(encoded, weigh="benchmark").agents
+    assert alike["mu"].notna().all()
+    with pytest.raises(ValueError, match="weigh="):
+        rate_pool(encoded, weigh="agent")
+    with pytest.raises(ValueError, match="at least one benchmark"):
+        rate_pool({})
