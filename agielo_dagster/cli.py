@@ -640,18 +640,25 @@ def run_query(args) -> int:
     counts = chosen.groupby("benchmark").size() if len(chosen) else {}
     print(f"selected {len(chosen)} test case(s)" + "".join(f"; {b}: {n}" for b, n in dict(counts).items()))
     if result.ranking.empty:
-        print("no ranking: fewer than two agents measured on the selected test cases")
+        print("no ranking: no agent is evaluated on the selected test cases")
         return 0
     shown = result.ranking.head(args.top)
-    print(
-        f"ranking: Plackett-Luce on the selected test cases, {level_words()} intervals; its own Elo-like scale "
-        "(agents' mean 1500), not comparable with AGI-Elo ratings"
+    scale = (
+        "the leaderboard's scale (each benchmark's test cases moved onto it)"
+        if result.linked
+        else "each benchmark's own scale (no leaderboard links them yet: `agielo run`)"
     )
+    print(f"ranking: each agent placed from its results on the selected test cases, on {scale}; {level_words()} intervals")
     print(f"{'rank':>9}  {'agent':<40} {'rating':>7}  {'interval':>15}  test cases")
     for row in shown.itertuples():
+        if row.status != "rated":
+            print(f"{'-':>9}  {str(row.agent_id)[:40]:<40} {'':>7}  {'':>15}  0 ({row.status_reason})")
+            continue
         ranks = f"{row.rank}" if row.rank == row.rank_hi else f"{row.rank}-{row.rank_hi}"
+        apart = f" (component {row.component}: not comparable with the others)" if row.component else ""
         print(
-            f"{ranks:>9}  {str(row.agent_id)[:40]:<40} {row.rating:7.0f}  [{row.rating_lo:6.0f}, {row.rating_hi:6.0f}]  {row.test_cases}"
+            f"{ranks:>9}  {str(row.agent_id)[:40]:<40} {row.rating:7.0f}  [{row.rating_lo:6.0f}, {row.rating_hi:6.0f}]  "
+            f"{row.test_cases}{apart}"
         )
     if len(shown) < len(result.ranking):
         print(f"showing {len(shown)} of {len(result.ranking)} agents (use --top N)")

@@ -47,7 +47,7 @@ from .logistic import (
 )
 from .settings import DEFAULT_LEVEL
 
-__all__ = ["WEIGHINGS", "PoolFit", "PoolRatings", "rate_pool"]
+__all__ = ["WEIGHINGS", "PoolFit", "PoolRatings", "rank_on", "rate_pool"]
 
 WEIGHINGS = ("test_case", "benchmark")
 MAX_ITERATIONS = 200
@@ -441,3 +441,34 @@ def _by_benchmark(pool: _Pool, agents: pd.DataFrame) -> pd.DataFrame:
             "pool_mu": pooled.reindex(ids).to_numpy(),
         }
     )
+
+
+def rank_on(results: pd.DataFrame, *, component: Mapping[str, int] | None = None, level: float = DEFAULT_LEVEL) -> pd.DataFrame:
+    """Agents ranked on chosen test cases whose difficulties lie on one scale (a capability query on the leaderboard's).
+
+    ``results``: one row per result, ``agent_id, score, mu, sigma`` (its test case's difficulty posterior, Elo) and
+    ``benchmark``. Each agent is placed from its own results against those frozen test cases
+    (:func:`~.logistic.place_one`), so an agent evaluated on part of the selection is placed from that part, with
+    the wider interval it has. ``component`` (agent → the leaderboard's component) keeps agents of unlinked
+    benchmarks, whose scales are not one, apart; agents it does not name are in component 0.
+    Returns ``agent_id, rating, rating_lo, rating_hi, rating_sd, rank, rank_lo, rank_hi, test_cases, benchmarks,
+    component``, best first.
+    """
+    from .logistic import place_one
+
+    binary = bool(results["score"].isin([0.0, 1.0]).all())
+    rows = []
+    for agent, mine in results.groupby("agent_id", sort=True):
+        mu, sd = place_one(
+            mine["score"].to_numpy(float), mine["mu"].to_numpy(float), mine["sigma"].to_numpy(float), binary=binary
+        )
+        rows.append((str(agent), mu, sd, len(mine), mine["benchmark"].nunique(), (component or {}).get(str(agent), 0)))
+    out = pd.DataFrame(rows, columns=["agent_id", "rating", "rating_sd", "test_cases", "benchmarks", "component"])
+    z = z_of(level)
+    out["rating_lo"], out["rating_hi"] = out["rating"] - z * out["rating_sd"], out["rating"] + z * out["rating_sd"]
+    comp = out["component"].to_numpy()
+    out["rank"], out["rank_lo"], out["rank_hi"] = interval_ranks(out["rating_lo"].to_numpy(), out["rating_hi"].to_numpy(), comp)
+    columns = ["agent_id", "rating", "rating_lo", "rating_hi", "rating_sd", "rank", "rank_lo", "rank_hi", "test_cases"]
+    return out.sort_values(["component", "rating", "agent_id"], ascending=[True, False, True])[
+        [*columns, "benchmarks", "component"]
+    ].reset_index(drop=True)

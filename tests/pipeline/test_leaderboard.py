@@ -9,6 +9,7 @@ import pandas as pd
 from scipy.stats import spearmanr
 
 from agielo_dagster.cli import RunSummary, print_summary
+from agielo_dagster.domain.capability_query import query_warehouse
 from agielo_dagster.domain.store import Store
 
 from .conftest import write_log
@@ -75,6 +76,10 @@ def test_three_tasks_six_models_one_leaderboard_then_a_seventh(daemon, root):
     out = io.StringIO()
     print_summary(Store(str(root)), RunSummary(), out=out)
     assert "across 3 benchmarks: 6 agents on one scale; top tier" in out.getvalue()
+    query = query_warehouse(Store(str(root)), "benchmark in ['quiz', 'rubric']")
+    ranked = query.ranking.set_index("agent_id")
+    assert query.linked and sorted(ranked.index) == sorted(ABILITY)  # the half-evaluated model too, from its part
+    assert ranked.loc[HALF, "test_cases"] == 80 + 40 and ranked.loc[HALF, "benchmarks"] == 2
     first = daemon.instance.get_latest_materialization_event(dg.AssetKey("agent_leaderboard"))
     # one more model on one task: re-rated there, and the leaderboard re-fitted from where it was
     write_log(root, "quiz", "m6", results("quiz", "m6", 80, seed=7))
