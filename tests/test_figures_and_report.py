@@ -340,6 +340,7 @@ def test_the_pooled_leaderboard_lists_agents_by_rank_and_sets_the_other_componen
     assert parsed.ids["pool-other-legend"] == OTHER_COMPONENT
     header, *rows = scale_table
     assert [(r[0], r[header.index("saturation")]) for r in rows] == [("digits", "82 %"), ("island", "50 %"), ("quiz", "100 %")]
+    assert [r[header.index("component")] for r in rows] == ["0", "1", "0"]
     assert rows[2][header.index("separates")].startswith("saturated:") and "quiz" in parsed.ids["pool-saturated"]
     assert SCRIPT not in section and "<b>x" not in section
 

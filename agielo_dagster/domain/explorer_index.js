@@ -30,6 +30,8 @@ Table(document.getElementById("benchmarks-table"), {
     {key: "spread", label: "spread", digits: 0, title: "the standard deviation of its difficulties (Elo)"},
     {key: "difficulty_p10", label: "difficulty p10 – p90", title: "the middle 80 % of its difficulties (Elo)",
      render: function (r) { return fmt(r.difficulty_p10, 0) + " – " + fmt(r.difficulty_p90, 0); }},
+    {key: "component", label: "component", title: "0: the leaderboard's; another: a scale of its own, not comparable",
+     render: function (r) { return r.component === 0 ? "main" : r.component + ": not comparable"; }},
     {key: "best_agent", label: "best agent", text: true},
     {key: "saturation", label: "saturation", title: "the share of its test cases the best agent is expected to pass",
      render: function (r) { return r.saturation === null ? "–" : fmt(100 * r.saturation, 0) + " %"; }},

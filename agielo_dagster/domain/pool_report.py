@@ -15,7 +15,7 @@ from .report import STYLE, _html_table, _number, leaderboard
 
 __all__ = ["pool_section", "render_pool_report"]
 
-SCALE_COLUMNS = ["benchmark", "test_cases", "agents", "centre", "spread", "best_agent", "saturation", "separates"]
+SCALE_COLUMNS = ["benchmark", "component", "test_cases", "agents", "centre", "spread", "best_agent", "saturation", "separates"]
 AGENT_COLUMNS = ["agent_id", "rating", "benchmarks", "test_cases", "status", "status_reason"]
 OTHER_COLUMNS = ["component", "agent_id", "rating", "interval", "benchmarks", "test_cases", "status_reason"]
 

@@ -86,6 +86,7 @@ def test_the_page_shows_the_leaderboard_in_rank_order_links_every_benchmark_and_
         links = page.locator("#benchmarks-grid a.benchmark-link")
         hrefs = {links.nth(i).inner_text(): links.nth(i).get_attribute("href") for i in range(links.count())}
         saturated = page.locator("#benchmarks-grid tr.saturated .col-benchmark").all_inner_texts()
+        apart_scales = page.locator("#benchmarks-grid .col-component").all_inner_texts()
         apart = page.locator("#component-1")
         other = (apart.locator(".agent-name").all_inner_texts(), apart.locator("p.muted").inner_text())
         matrix = page.locator("#by-benchmark-grid tbody tr").filter(has_text=SCRIPT).locator("td").all_inner_texts()
@@ -95,12 +96,13 @@ def test_the_page_shows_the_leaderboard_in_rank_order_links_every_benchmark_and_
         page.wait_for_url("**/quiz.html")
         landed = page.title()
         context.close()
-        return names, ranks, hrefs, saturated, other, matrix, headers, scroll, landed
+        return names, ranks, hrefs, (saturated, apart_scales), other, matrix, headers, scroll, landed
 
-    names, ranks, hrefs, saturated, other, matrix, headers, scroll, landed = run(check)
+    names, ranks, hrefs, (saturated, apart_scales), other, matrix, headers, scroll, landed = run(check)
     assert errors == []
     assert names == MAIN and ranks == ["1", "=2", "=2", "–"]  # the provisional agent takes no rank of its own
     assert hrefs == PAGES and landed == "quiz" and saturated == ["quiz"]
+    assert apart_scales == ["main", "1: not comparable", "main"]  # island's difficulties lie on lonely's scale
     assert other == (["lonely"], OTHER_COMPONENT)
     assert [h.strip(" ▲▼") for h in headers] == ["agent", "pooled rating", "digits", "island", "quiz"]
     assert matrix == [SCRIPT, "1620", "1620", "·", "·"]  # on digits only
