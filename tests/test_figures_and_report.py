@@ -318,3 +318,39 @@ def test_the_reports_numbers_explain_themselves():
     assert header.group(1) == html.escape(f"pct_beaten_91: {describe('pct_beaten_91')}")
     assert "a negative gap: the agent already does" in page
     assert "assume the metric range [0, 242] that benchmark.yaml declares" in page
+
+
+def test_the_pooled_leaderboard_lists_agents_by_rank_and_sets_the_other_components_apart():
+    from agielo_dagster.domain.meaning import OTHER_COMPONENT
+    from agielo_dagster.domain.pool_report import pool_section
+    from tests.pool_tables import MAIN, SCRIPT, pool_tables
+
+    leaderboard, scales, _ = pool_tables()
+    section = pool_section(leaderboard, scales)
+    parsed = Tables()
+    parsed.feed(section)
+    scale_table, main, others = parsed.tables
+    header, *rows = main
+    assert [r[header.index("agent_id")] for r in rows] == MAIN  # the hostile ids read back as text
+    assert [r[header.index("rank")] for r in rows] == ["1", "=2", "=2", "–"]  # the provisional agent takes no rank
+    assert [r[header.index("rank range")] for r in rows] == ["1", "2–4", "2–4", "2–4"]
+    assert rows[1][header.index("interval")] == "1610 – 1690" and section.count("<svg") == len(MAIN)
+    header, *rows = others
+    assert [(r[header.index("component")], r[header.index("agent_id")]) for r in rows] == [("1", "lonely")]
+    assert parsed.ids["pool-other-legend"] == OTHER_COMPONENT
+    header, *rows = scale_table
+    assert [(r[0], r[header.index("saturation")]) for r in rows] == [("digits", "82 %"), ("island", "50 %"), ("quiz", "100 %")]
+    assert [r[header.index("component")] for r in rows] == ["0", "1", "0"]
+    assert rows[2][header.index("separates")].startswith("saturated:") and "quiz" in parsed.ids["pool-saturated"]
+    assert SCRIPT not in section and "<b>x" not in section
+
+
+def test_the_pooled_report_is_a_page_of_its_own():
+    from agielo_dagster.domain.pool_report import render_pool_report
+    from tests.pool_tables import pool_tables
+
+    page = render_pool_report(*pool_tables()[:2], code_version="0.1.0+<x>").decode("utf-8")
+    parsed = Tables()
+    parsed.feed(page)
+    assert parsed.ids["code-version"] == "0.1.0+<x>" and len(parsed.tables) == 3
+    assert page.startswith("<!doctype html>") and "http://" not in page and "https://" not in page

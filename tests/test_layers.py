@@ -110,7 +110,7 @@ def test_assets_and_resources_install_under_the_project_namespace(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     for module in ("assets/ledger.py", "resources/storage.py", "domain/harness/__init__.py", "rating/glicko.py"):
         assert f"agielo_dagster/{module}" in names
-    for page in ("explorer.css", "explorer.html", "explorer.js"):  # package data, read with importlib.resources
+    for page in PAGE_FILES:  # package data, read with importlib.resources
         assert f"agielo_dagster/domain/{page}" in names
     # installed (here: editable), outside the repository the generic names resolve to nothing
     code = (
@@ -120,6 +120,8 @@ def test_assets_and_resources_install_under_the_project_namespace(tmp_path):
     assert out.stdout.strip() == "None None"
 
 
+PAGE_FILES = ("explorer.css", "explorer.html", "explorer.js", "explorer.kit.js")
+PAGE_FILES += ("explorer_index.css", "explorer_index.html", "explorer_index.js")
 COMMAND_LINE_ONLY = {"domain/query.py", "domain/capability_query.py"}  # `agielo query`: reads the warehouse, writes nothing
 
 
@@ -144,7 +146,7 @@ def test_every_module_that_can_change_an_output_is_in_an_asset_code_version():
             relative = str(path.relative_to(PACKAGE))
             trivial = path.name == "__init__.py" and not path.read_text().replace('"""', "").strip().count("\n")
             assert path.resolve() in covered or relative in COMMAND_LINE_ONLY or trivial, path
-    for page in ("explorer.css", "explorer.html", "explorer.js"):  # the explorer's page files change its output
+    for page in ("explorer.css", "explorer.html", "explorer.js", "explorer.kit.js"):  # the explorer's files change its output
         assert (PACKAGE / "domain" / page).resolve() in covered, page
 
 

@@ -3,7 +3,7 @@
 :func:`render_explorer` returns one HTML file. Everything is inline: the data as JSON in a
 ``<script type="application/json">`` block, the JavaScript and the styles in the page, no CDN,
 no font, no image fetched (the styles, markup and script are the package files ``explorer.css``,
-``explorer.html`` and ``explorer.js`` beside this module). A Content-Security-Policy allows exactly the page's own script (by its
+``explorer.html``, ``explorer.kit.js`` (the widgets the index page shares) and ``explorer.js`` beside this module). A Content-Security-Policy allows exactly the page's own script (by its
 SHA-256) and nothing from the network, so the page opens the same from ``file://``, an object
 store or an air-gapped laptop.
 
@@ -39,7 +39,7 @@ from .histogram import histogram_edges
 from .meaning import RANK_LEGEND, ZOOM, gap_note, header_title, level_words, rho_sentence
 from .standing import fragility_line, headline, unusual_agents
 
-__all__ = ["MAX_AGENT_LINES", "MAX_POINTS", "MAX_SLICE_ROWS", "render_explorer"]
+__all__ = ["MAX_AGENT_LINES", "MAX_POINTS", "MAX_SLICE_ROWS", "page_script", "render_explorer", "self_contained_page"]
 
 MAX_POINTS = 3000
 MAX_AGENT_LINES = 200
@@ -63,11 +63,16 @@ def _page_part(name: str) -> str:
     return files(__package__).joinpath(name).read_text(encoding="utf-8")
 
 
-# The page's styles, markup and script: package files beside this module. The line break that opens the
-# style and the script is part of the page (and of the script's hash in the Content-Security-Policy).
+def page_script(name: str) -> str:
+    """A page's script: the shared widgets (``explorer.kit.js``) and the page's own file, in one function of their
+    own. The line break that opens it is part of the page (and of the script's hash in the Content-Security-Policy)."""
+    return f'\n(function () {{\n"use strict";\n{_page_part("explorer.kit.js")}{_page_part(name)}}})();\n'
+
+
+# The page's styles, markup and script: package files beside this module.
 _STYLE = "\n" + _page_part("explorer.css")
 _BODY = _page_part("explorer.html").removesuffix("\n")
-_SCRIPT = "\n" + _page_part("explorer.js")
+_SCRIPT = page_script("explorer.js")
 
 
 def _frame(data: Any) -> pd.DataFrame | None:
@@ -395,19 +400,24 @@ def render_explorer(
     )
     options["higher_is_better"] = higher_is_better
     data = explorer_data(benchmark, agents, test_cases, **options, max_points=max_points, description=description)
-    script_hash = base64.b64encode(hashlib.sha256(_SCRIPT.encode("utf-8")).digest()).decode()
+    return self_contained_page(f"AGI-Elo explorer: {_text(benchmark)}", _STYLE, _BODY, _SCRIPT, data)
+
+
+def self_contained_page(title: str, style: str, body: str, script: str, data: Any) -> str:
+    """A page whose styles, markup, data (``#explorer-data``) and script are all inline, and whose
+    Content-Security-Policy allows exactly that script (by its SHA-256) and nothing from the network."""
+    script_hash = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode()
     policy = (
         f"default-src 'none'; script-src 'sha256-{script_hash}'; style-src 'unsafe-inline'; img-src data:; "
         "base-uri 'none'; form-action 'none'"
     )
-    title = html.escape(f"AGI-Elo explorer: {_text(benchmark)}")
     return (
         "<!doctype html>\n"
         '<html lang="en"><head><meta charset="utf-8">\n'
         f'<meta http-equiv="Content-Security-Policy" content="{policy}">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        f"<title>{title}</title>\n<style>{_STYLE}</style></head>\n<body>\n"
-        f"{_BODY}\n"
+        f"<title>{html.escape(title)}</title>\n<style>{style}</style></head>\n<body>\n"
+        f"{body}\n"
         f'<script type="application/json" id="explorer-data">{_script_json(data)}</script>\n'
-        f"<script>{_SCRIPT}</script>\n</body></html>\n"
+        f"<script>{script}</script>\n</body></html>\n"
     )

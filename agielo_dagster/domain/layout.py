@@ -190,6 +190,14 @@ def explorer_path(benchmark: str) -> str:
     return f"warehouse/explorer/{benchmark}.html"
 
 
+def explorer_index_path() -> str:
+    """The explorer's index: every benchmark on one scale, beside their pages (it links to them by file name).
+
+    Its name starts with ``_``, which no benchmark name can (contract.check_name): no benchmark's page can take it.
+    """
+    return "warehouse/explorer/_index.html"
+
+
 def report_path(benchmark: str) -> str:
     return f"warehouse/reports/{benchmark}.html"
 

@@ -18,7 +18,10 @@ from ..rating.settings import DEFAULT_LEVEL
 
 __all__ = [
     "HEADERS",
+    "OTHER_COMPONENT",
+    "POOL_LEGEND",
     "RANK_LEGEND",
+    "SATURATED",
     "ZOOM",
     "gap_note",
     "header_title",
@@ -26,6 +29,7 @@ __all__ = [
     "negative_gap_line",
     "rho_meaning",
     "rho_sentence",
+    "saturation_words",
 ]
 
 ZOOM = 1.1
@@ -38,8 +42,35 @@ RANK_LEGEND = (
     "Rank range: the best and worst ranks the intervals allow."
 )
 
+POOL_LEGEND = (
+    "One scale for every benchmark: every agent and test case of every benchmark fitted in one model, so ratings "
+    "compare across benchmarks wherever agents share test cases."
+)
+
+OTHER_COMPONENT = (
+    "Not comparable with the leaderboard above: these agents share no test case with its agents, directly or through "
+    "others, so their ratings lie on a scale of their own and take no rank against them."
+)
+
+SATURATED = 0.95
+"""A benchmark whose best agent is expected to pass at least this share of its test cases no longer separates models."""
+
+
+def saturation_words(saturation: float) -> str:
+    """Whether a benchmark still separates models, from the share of its test cases its best agent is expected to pass."""
+    if saturation != saturation:
+        return "not measured"
+    share = f"its best agent is expected to pass {100 * saturation:.0f} % of its test cases"
+    if saturation >= SATURATED:
+        return f"saturated: {share}; it no longer separates the strongest models"
+    return f"separates models: {share}"
+
+
 HEADERS = {
     "agent_id": "agent",
+    "best_agent": "best agent",
+    "separates": "separates models?",
+    "test_cases": "test cases",
     "expected_metric_on_hardest": "expected metric on the hardest test case",
     "gap_50": "gap to oracle @50%",
     "gap_90": "gap @90%",

@@ -22,6 +22,19 @@ TITLES = {
 }
 
 
+# the report pages' styles (a benchmark's report, the pool's)
+STYLE = """body { font-family: system-ui, sans-serif; max-width: 1200px; margin: 2em auto; padding: 0 1em; color: #222; }
+img { max-width: 100%; } table.t { border-collapse: collapse; font-size: 13px; }
+table.t td, table.t th { padding: 3px 8px; border-bottom: 1px solid #ddd; text-align: right; }
+table.t td:first-child, table.t th:first-child { text-align: left; } code { font-size: 12px; }
+table.t th { vertical-align: bottom; }
+table.t td.col-agent_id { text-align: left; overflow-wrap: anywhere; min-width: 8em; } table.t td.col-interval { white-space: nowrap; }
+table.t td.col-status_reason, table.t td.col-flag_reason { text-align: left; } svg.interval { vertical-align: middle; } .muted { color: #667; font-size: 13px; }
+table.t td.col-separates, table.t td.col-best_agent { text-align: left; }
+#gaps, #hardest, #suspects, #moved, #excluded, #inputs, #pool-agents, #pool-scales, #pool-others { overflow-x: auto; }
+"""
+
+
 def png_data_uri(png: bytes) -> str:
     return "data:image/png;base64," + base64.b64encode(png).decode()
 
@@ -204,15 +217,7 @@ def render_report(
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>AGI-Elo report: {html.escape(benchmark)}</title>
 <style>
-body {{ font-family: system-ui, sans-serif; max-width: 1200px; margin: 2em auto; padding: 0 1em; color: #222; }}
-img {{ max-width: 100%; }} table.t {{ border-collapse: collapse; font-size: 13px; }}
-table.t td, table.t th {{ padding: 3px 8px; border-bottom: 1px solid #ddd; text-align: right; }}
-table.t td:first-child, table.t th:first-child {{ text-align: left; }} code {{ font-size: 12px; }}
-table.t th {{ vertical-align: bottom; }}
-table.t td.col-agent_id {{ text-align: left; overflow-wrap: anywhere; min-width: 8em; }} table.t td.col-interval {{ white-space: nowrap; }}
-table.t td.col-status_reason, table.t td.col-flag_reason {{ text-align: left; }} svg.interval {{ vertical-align: middle; }} .muted {{ color: #667; font-size: 13px; }}
-#gaps, #hardest, #suspects, #moved, #excluded, #inputs {{ overflow-x: auto; }}
-</style></head><body>
+{STYLE}</style></head><body>
 <h1>AGI-Elo report: {html.escape(benchmark)}</h1>
 <p>{html.escape(description)}</p>
 <p id="summary">{len(gaps)} agents; hardest test case rated {gaps["hardest_test_case_rating"].iloc[0]:.1f};

@@ -5,10 +5,7 @@ import base64
 import hashlib
 import itertools
 import json
-import os
 import re
-import shutil
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -19,10 +16,9 @@ import pytest
 from agielo_dagster.domain.explorer import MAX_POINTS, explorer_data, render_explorer
 from agielo_dagster.domain.tags import abilities_of
 from agielo_dagster.rating import ability_masses, binned_calibration, competency_gaps, rate, slice_ratings
+from tests.ui.conftest import ARTIFACTS, opened
 
 REPO = Path(__file__).resolve().parents[2]
-CHROMIUM = os.environ.get("AGIELO_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-ARTIFACTS = Path(os.environ.get("AGIELO_TEST_ARTIFACTS", REPO / "test-artifacts"))
 
 EVIL_IDS = ["</script><script>alert(1)</script>", "<img src=x onerror=alert(2)>", "q\"uote's & <!-- x", "\u2028line"]
 AGENT_NAMES = [f"agent_{j:02d}" for j in range(12)] + ["</script><b>evil</b>", 'model "quoted"']
@@ -63,15 +59,6 @@ def benchmark():
         calibration=binned_calibration(matches, result.test_cases, result.agents),
         gaps=competency_gaps(result.test_cases, result.agents),
     )
-
-
-def opened(chromium, path, errors: list, **options):
-    """A new offline context (``options``: its viewport) and a page of it loaded from ``path``, its errors kept."""
-    context = chromium.new_context(offline=True, **options)
-    page = context.new_page()
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(path.as_uri(), wait_until="load")
-    return context, page
 
 
 def render(b, **extra):
@@ -151,37 +138,6 @@ def test_the_data_carries_provisional_marks_gaps_slices_and_masses(benchmark):
 
 
 # -- in the browser ----------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def browser():
-    """Headless Chromium on a thread of its own.
-
-    Playwright's sync API allows one driver per thread, and tests/ui/test_browser.py holds a module-wide one
-    on the main thread; a worker thread keeps the two apart. Every call goes through ``run(fn)``.
-    """
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"Chromium is not installed ({CHROMIUM}); .ci/run installs Debian's chromium package")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
-    pool = ThreadPoolExecutor(1, thread_name_prefix="explorer-chromium")
-
-    def launch():
-        driver = sync_api.sync_playwright().start()
-        args = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking"]
-        return driver, driver.chromium.launch(
-            executable_path=CHROMIUM, args=[*args, "--disable-component-update", "--disable-sync"]
-        )
-
-    driver, chromium = pool.submit(launch).result()
-
-    def run(fn, *args):
-        return pool.submit(fn, *args).result()
-
-    try:
-        yield run, chromium
-    finally:
-        run(lambda: (chromium.close(), driver.stop()))
-        pool.shutdown()
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,6 @@
-"""The explorer page's own files (explorer.css, explorer.html, explorer.js beside the module): they parse, the
-script is valid JavaScript, and every element the script looks up exists (tests/test_layers.py: a wheel carries them)."""
+"""The explorer pages' own files (explorer.css, explorer.html, explorer.js, the index's explorer_index.* and the widgets
+both share, explorer.kit.js, beside the modules): they parse, the scripts are valid JavaScript, and every element a
+page's script looks up exists (tests/test_layers.py: a wheel carries them)."""
 
 import re
 import shutil
@@ -44,27 +45,37 @@ def parsed(text: str) -> Elements:
 node = pytest.mark.skipif(shutil.which("node") is None, reason="no node here: the browser tests catch script errors")
 
 
+PAGES = [("explorer.html", "explorer.js"), ("explorer_index.html", "explorer_index.js")]
+
+
 @node
-def test_the_script_is_valid_javascript(tmp_path):
-    check = subprocess.run(["node", "--check", str(PAGE / "explorer.js")], capture_output=True, text=True)
+@pytest.mark.parametrize("script", ["explorer.kit.js", "explorer.js", "explorer_index.js"])
+def test_each_script_is_valid_javascript(script):
+    check = subprocess.run(["node", "--check", str(PAGE / script)], capture_output=True, text=True)
     assert check.returncode == 0, check.stderr
+
+
+@node
+def test_the_check_fails_on_broken_javascript(tmp_path):
     broken = tmp_path / "broken.js"
     broken.write_text((PAGE / "explorer.js").read_text(encoding="utf-8").replace("function (", "function ((", 1))
     assert subprocess.run(["node", "--check", str(broken)], capture_output=True).returncode != 0  # the check can fail
 
 
-def test_the_markup_closes_every_element_and_holds_what_the_script_looks_up():
-    script = (PAGE / "explorer.js").read_text(encoding="utf-8")
-    body = parsed((PAGE / "explorer.html").read_text(encoding="utf-8"))
+@pytest.mark.parametrize(("markup", "script"), PAGES)
+def test_the_markup_closes_every_element_and_holds_what_the_script_looks_up(markup, script):
+    script = (PAGE / "explorer.kit.js").read_text(encoding="utf-8") + (PAGE / script).read_text(encoding="utf-8")
+    body = parsed((PAGE / markup).read_text(encoding="utf-8"))
     assert body.problems == [] and body.open == []
     assert len(body.ids) == len(set(body.ids))
     created = set(re.findall(r'\bid: "([^"]+)"', script))  # elements the script makes itself
     wanted = set(re.findall(r'getElementById\("([^"]+)"\)', script))
-    assert wanted and wanted - created - set(body.ids) == {"explorer-data"}  # the data block render_explorer adds
+    assert wanted and wanted - created - set(body.ids) == {"explorer-data"}  # the data block the page's renderer adds
 
 
-def test_the_styles_are_balanced_rules():
-    css = (PAGE / "explorer.css").read_text(encoding="utf-8")
+@pytest.mark.parametrize("styles", ["explorer.css", "explorer_index.css"])
+def test_the_styles_are_balanced_rules(styles):
+    css = (PAGE / styles).read_text(encoding="utf-8")
     depth = 0
     for char in css:
         depth += {"{": 1, "}": -1}.get(char, 0)
