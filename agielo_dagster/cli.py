@@ -231,7 +231,7 @@ def run_pipeline(
         assets_defs_of,
         graph_of,
         incoming_stale,
-        leaderboard_stale,
+        leaderboard_selection,
         observe,
         observe_problems,
         quarantine_stale,
@@ -291,8 +291,8 @@ def run_pipeline(
                     summary.new_agents[benchmark] = sorted((_agent_ids(store, benchmark) or set()) - before)
             elif report is not None:
                 (summary.withdrawn if before is not None else summary.not_rated).append(benchmark)
-        if leaderboard_stale(instance, graph, store):  # after the benchmarks: it reads every one's ratings
-            result = execute(storage, instance, "rate_leaderboard", log_level=log_level)
+        if stale := leaderboard_selection(instance, graph, store):  # after the benchmarks: it reads every one's ratings
+            result = execute(storage, instance, "rate_leaderboard", log_level=log_level, selection=stale)
             summary.leaderboard = result.success
             if not result.success:
                 summary.failed_runs.append(f"leaderboard: {_first_error(result)}")

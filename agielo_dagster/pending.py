@@ -115,22 +115,30 @@ def quarantine_stale(instance: dg.DagsterInstance, graph: Graph, events: list[dg
 
 
 LEADERBOARD = dg.AssetKey("agent_leaderboard")
+POOL_KEYS = [dg.AssetKey(n) for n in ("agent_leaderboard", "benchmark_scales", "agent_benchmark_ratings")]
+PAGES = dg.AssetKey("leaderboard_pages")
 
 
-def leaderboard_stale(instance: dg.DagsterInstance, graph: Graph, store: Store) -> str:
-    """Why the leaderboard across benchmarks needs a run ('' when it is current): it was never made while some
-    benchmark is rated, its code changed, or its data version (the digest of the benchmarks' inputs) is not today's."""
+def leaderboard_selection(instance: dg.DagsterInstance, graph: Graph, store: Store) -> list[dg.AssetKey]:
+    """What of the leaderboard across benchmarks needs a run: all of it when it was never made while some benchmark is
+    rated, when its code changed or its data version (the digest of the benchmarks' inputs) is not today's; its pages
+    alone when only theirs changed; nothing when it is current."""
     from .assets.leaderboard import pool_digest
 
-    record = Records(instance).latest(LEADERBOARD, None, source=False)
+    records = Records(instance)
+
+    def new_code(key: dg.AssetKey) -> bool:
+        record = records.latest(key, None, source=False)
+        declared = graph.code_versions.get(key)
+        return record is None or bool(declared and record.asset_materialization.tags.get(CODE_VERSION) != declared)
+
     digest = pool_digest(store)
-    if record is None:
-        return "missing" if digest else ""
-    tags = record.asset_materialization.tags
-    declared = graph.code_versions.get(LEADERBOARD)
-    if declared and tags.get(CODE_VERSION) != declared:
-        return "new code version"
-    return "" if tags.get(DATA_VERSION) == digest else "benchmarks rated since"
+    record = records.latest(LEADERBOARD, None, source=False)
+    if record is None and not digest:
+        return []
+    if record is None or new_code(LEADERBOARD) or record.asset_materialization.tags.get(DATA_VERSION) != digest:
+        return [*POOL_KEYS, PAGES]
+    return [PAGES] if new_code(PAGES) else []
 
 
 def vanished(instance: dg.DagsterInstance, observed: Observed) -> list[str]:

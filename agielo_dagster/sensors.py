@@ -25,7 +25,7 @@ from .jobs import convert_incoming, rank_judgments, rate_benchmarks, rate_leader
 from .pending import (
     graph_of,
     incoming_stale,
-    leaderboard_stale,
+    leaderboard_selection,
     observe,
     quarantine_stale,
     rating_keys,
@@ -109,8 +109,9 @@ def benchmarks_sensor(context: dg.SensorEvaluationContext, storage: ObjectStorag
     if (vanished(store, instance) or has_temporaries(store)) and not _waiting(instance, tidy_warehouse.name):
         requests.append(dg.RunRequest(job_name=tidy_warehouse.name, tags={TRIGGER_TAG: "sensor"}))
     settled = not requests and not busy and not converting
-    if settled and leaderboard_stale(instance, graph, store) and not _waiting(instance, rate_leaderboard.name):
-        requests.append(dg.RunRequest(job_name=rate_leaderboard.name, tags={TRIGGER_TAG: "sensor"}))
+    stale = leaderboard_selection(instance, graph, store) if settled and not _waiting(instance, rate_leaderboard.name) else []
+    if stale:
+        requests.append(dg.RunRequest(job_name=rate_leaderboard.name, tags={TRIGGER_TAG: "sensor"}, asset_selection=stale))
     if settled and quarantine_stale(instance, graph, observed.events) and not _waiting(instance, report_quarantine.name):
         requests.append(dg.RunRequest(job_name=report_quarantine.name, tags={TRIGGER_TAG: "sensor"}))
     partitions = set(instance.get_dynamic_partitions(benchmark_partitions.name))

@@ -3,7 +3,7 @@
 Not partitioned: it reads every rated benchmark's matches (provisional ones included) and starts from its own
 last fit, so a new upload to one benchmark costs a few passes. Its data version is the digest of the benchmarks'
 inputs digests: ``agielo run`` and the sensor materialize it when that digest, or its code, changed
-(:func:`agielo_dagster.pending.leaderboard_stale`).
+(:func:`agielo_dagster.pending.leaderboard_selection`).
 """
 
 import hashlib
@@ -15,6 +15,7 @@ from agielo_dagster.resources.storage import ObjectStorage
 from agielo_dagster.domain.layout import warehouse_folder, warehouse_path
 from agielo_dagster.domain.ledger import higher_is_better
 from agielo_dagster.rating.schema import MATCH_COLUMNS
+from agielo_dagster.rating.settings import DEFAULT_LEVEL
 
 from .common import declared, frame_table, retried_on_storage_errors, stored_digest
 
@@ -49,7 +50,8 @@ def pool_digest(store) -> str:
 @dg.multi_asset(
     outs={
         "agent_leaderboard": _out(
-            "One row per agent over every benchmark, on one scale: agent_id, mu, sigma, the 90% interval mu_lo..mu_hi, "
+            "One row per agent over every benchmark, on one scale: agent_id, mu, sigma, the "
+            f"{DEFAULT_LEVEL:.0%} interval mu_lo..mu_hi, "
             "rank, rank_lo, rank_hi, benchmarks (how many it was evaluated on), test_cases, component (agents sharing "
             "no test case, directly or through others, are ranked apart), status (rated, provisional, disconnected, "
             "unplaced) and status_reason."

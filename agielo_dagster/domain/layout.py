@@ -202,6 +202,11 @@ def report_path(benchmark: str) -> str:
     return f"warehouse/reports/{benchmark}.html"
 
 
+def pool_report_path() -> str:
+    """The report of the leaderboard across benchmarks (``_``: no benchmark's report can take its name)."""
+    return "warehouse/reports/_leaderboard.html"
+
+
 def suspects_path(benchmark: str) -> str:
     """The test cases that look wrong with each agent's score (:mod:`agielo_dagster.domain.suspects`): a
     spreadsheet-safe CSV for annotators; :func:`suspects_twin_path` has the exact values."""

@@ -159,7 +159,3 @@ def rho_sentence(rho_test_cases: float, rho_agents: float, higher_is_better: boo
         f"ρ(test cases): {rho_meaning(rho_test_cases, higher_is_better)}; "
         f"ρ(agents): {rho_meaning(rho_agents, higher_is_better, of='agents')}."
     )
-
-
-SATURATED = 0.95
-"""A benchmark whose best agent is expected to pass this share of its test cases no longer separates the agents."""

@@ -73,6 +73,9 @@ def test_three_tasks_six_models_one_leaderboard_then_a_seventh(daemon, root):
     on_pool = by_benchmark.query("benchmark == 'error'")
     np.testing.assert_allclose(on_pool["mu_on_pool"] - on_pool["mu"], scales.loc["error", "centre"] - 1500.0)
     assert not daemon.sensor_tick(execute=False).run_requests  # settled: nothing stale, the leaderboard included
+    index = (root / "warehouse/explorer/_index.html").read_text()
+    assert all(f'"{task}.html"' in index for task in SPECS)  # linked to each benchmark's page, beside it
+    assert "m5" in (root / "warehouse/reports/_leaderboard.html").read_text()
     out = io.StringIO()
     print_summary(Store(str(root)), RunSummary(), out=out)
     assert "across 3 benchmarks: 6 agents on one scale; top tier" in out.getvalue()
