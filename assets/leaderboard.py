@@ -7,6 +7,7 @@ inputs digests: ``agielo run`` and the sensor materialize it when that digest, o
 """
 
 import hashlib
+import warnings
 
 import dagster as dg
 import pandas as pd
@@ -108,14 +109,14 @@ def pooled_ratings(context: dg.AssetExecutionContext, config: LeaderboardConfig,
         ["agent_id", "benchmark", "test_cases", "mu", "mu_on_pool", "pool_mu", "status"]
     ]
     common = {"inputs_digest": digest, "benchmarks": len(tables), "weigh": config.weigh}
-    version = dg.DataVersion(digest)
+    version = dg.DataVersion(digest)  # what leaderboard_selection compares with today's digest
     top = leaderboard[(leaderboard["component"] == 0) & (leaderboard["rank"] == 1)]["agent_id"]
     counts = leaderboard["status"].value_counts()
-    yield dg.Output(
+    yield versioned(
         leaderboard,
         "agent_leaderboard",
-        data_version=version,
-        metadata=common
+        version,
+        common
         | {
             "top_tier": ", ".join(top),
             "agents": len(leaderboard),
@@ -123,22 +124,35 @@ def pooled_ratings(context: dg.AssetExecutionContext, config: LeaderboardConfig,
             **{f"{s}_agents": int(counts.get(s, 0)) for s in ("rated", "provisional", "disconnected", "unplaced")},
             "passes": pool.iterations,
             "leaderboard": frame_table(
-                leaderboard, ["rank", "rank_lo", "rank_hi", "agent_id", "mu", "mu_lo", "mu_hi", "benchmarks", "status"]
+                shown_ranks(leaderboard),
+                ["rank", "rank_lo", "rank_hi", "agent_id", "mu", "mu_lo", "mu_hi", "benchmarks", "status"],
             ),
         },
     )
-    yield dg.Output(
+    yield versioned(
         scales,
         "benchmark_scales",
-        data_version=version,
-        metadata=common
+        version,
+        common
         | {
             "scales": frame_table(
                 scales, ["benchmark", "test_cases", "agents", "centre", "spread", "saturation", "best_agent"], digits=2
             )
         },
     )
-    yield dg.Output(by_benchmark, "agent_benchmark_ratings", data_version=version, metadata=common)
+    yield versioned(by_benchmark, "agent_benchmark_ratings", version, common)
+
+
+def versioned(value, name: str, version: dg.DataVersion, metadata: dict) -> dg.Output:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dg.BetaWarning)  # Output's data_version, used on purpose: the UI shows it
+        return dg.Output(value, name, data_version=version, metadata=metadata)
+
+
+def shown_ranks(leaderboard: pd.DataFrame) -> pd.DataFrame:
+    """The leaderboard with its ranks as text for the UI's table: a provisional or unplaced agent's missing rank is "–"."""
+    ranks = ["rank", "rank_lo", "rank_hi"]
+    return leaderboard.assign(**{c: leaderboard[c].astype("string").fillna("–") for c in ranks})
 
 
 def previous_fit(store):

@@ -84,6 +84,13 @@ def wait_until_settled(root: Path) -> None:
     time.sleep(max(0.0, newest + RACY_NS / 1e9 + 0.05 - time.time()))
 
 
+def _first_failure(result: dg.ExecuteInProcessResult) -> str:
+    error = next((e.event_specific_data.error for e in result.all_events if e.is_step_failure), None)
+    while error is not None and error.cause is not None:
+        error = error.cause
+    return "" if error is None else error.message.strip()
+
+
 class Daemon:
     """Plays the Dagster daemon in-process: sensor ticks, and the runs they request executed here."""
 
@@ -136,7 +143,11 @@ class Daemon:
             if not result.run_requests:
                 return executed
             executed += self.execute(result.run_requests)
-        raise AssertionError(f"still requesting runs after {max_ticks} ticks")
+        asked = [
+            (r.job_name, r.partition_key, [k.to_user_string() for k in r.asset_selection or []]) for r in result.run_requests
+        ]
+        failed = [_first_failure(r) for r in executed[-len(result.run_requests) :] if not r.success]
+        raise AssertionError(f"still requesting runs after {max_ticks} ticks: {asked}; failures: {failed}")
 
 
 @pytest.fixture

@@ -86,9 +86,12 @@ def test_three_tasks_six_models_one_leaderboard_then_a_seventh(daemon, root):
     first = daemon.instance.get_latest_materialization_event(dg.AssetKey("agent_leaderboard"))
     # one more model on one task: re-rated there, and the leaderboard re-fitted from where it was
     write_log(root, "quiz", "m6", results("quiz", "m6", 80, seed=7))
+    write_log(root, "error", "p0", results("error", "p0", 80, seed=8).iloc[:20])  # a partial upload, nothing else
     runs = daemon.settle()
     assert runs and all(r.success for r in runs)
     board = leaderboard(root).set_index("agent_id")
+    assert board.loc["p0", "status"] == "provisional" and pd.isna(board.loc["p0", "rank"])
+    assert 1 <= board.loc["p0", "rank_lo"] <= board.loc["p0", "rank_hi"] <= 8
     assert board.loc["m6", "benchmarks"] == 1 and board.loc["m6", "status"] == "rated"
     assert board.loc["m6", "sigma"] > board.loc[["m2", "m3"], "sigma"].max()  # one task: a wider interval
     latest = daemon.instance.get_latest_materialization_event(dg.AssetKey("agent_leaderboard"))
