@@ -123,7 +123,7 @@ def leaderboard_selection(instance: dg.DagsterInstance, graph: Graph, store: Sto
     """What of the leaderboard across benchmarks needs a run: all of it when it was never made while some benchmark is
     rated, when its code changed or its data version (the digest of the benchmarks' inputs) is not today's; its pages
     alone when only theirs changed; nothing when it is current."""
-    from .assets.leaderboard import pool_digest
+    from .assets.leaderboard import NO_BENCHMARKS, pool_digest
 
     records = Records(instance)
 
@@ -134,7 +134,7 @@ def leaderboard_selection(instance: dg.DagsterInstance, graph: Graph, store: Sto
 
     digest = pool_digest(store)
     record = records.latest(LEADERBOARD, None, source=False)
-    if record is None and not digest:
+    if record is None and digest == NO_BENCHMARKS:
         return []
     if record is None or new_code(LEADERBOARD) or record.asset_materialization.tags.get(DATA_VERSION) != digest:
         return [*POOL_KEYS, PAGES]

@@ -39,11 +39,14 @@ def rated_benchmarks(store) -> list[str]:
     return sorted(n for n in names if n != "_all")
 
 
+NO_BENCHMARKS = "no benchmark rated"
+
+
 def pool_digest(store) -> str:
-    """What the leaderboard was made from: every rated benchmark's inputs digest ('' with none rated)."""
+    """What the leaderboard was made from: every rated benchmark's inputs digest (``NO_BENCHMARKS`` with none)."""
     benchmarks = rated_benchmarks(store)
     if not benchmarks:
-        return ""
+        return NO_BENCHMARKS
     text = "|".join(f"{b}={stored_digest(store, warehouse_path('agent_ratings', b))}" for b in benchmarks)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -86,9 +89,9 @@ def pooled_ratings(context: dg.AssetExecutionContext, config: LeaderboardConfig,
             ratings = store.read_table(warehouse_path("agent_ratings", b), columns=["agent_id", "mu", "status"]).to_pandas()
             own.append(ratings.astype({"agent_id": str}).assign(benchmark=b, higher_is_better=higher_is_better(store, b)))
         start = previous_fit(store)
-    if not tables:
+    if not tables:  # every benchmark withdrawn: the leaderboard is removed, and current
         for name in POOL:
-            yield dg.Output(None, name, metadata={"benchmarks": 0})
+            yield versioned(None, name, dg.DataVersion(digest), {"benchmarks": 0})
         return
     own = pd.concat(own, ignore_index=True)
     joint_somewhere = set(own.loc[own["status"] != "provisional", "agent_id"])

@@ -75,8 +75,8 @@ def test_new_uploads_become_one_run_per_benchmark(daemon, root):
     assert rel["miscalibration_visible"].iloc[-1] == (rel["mae"].iloc[-1] > rel["mae_twin_hi"].iloc[-1])
     for asset in ("upload_ledger", "match_tables", "agent_ratings", "benchmark_reports"):
         assert materialization_count(daemon.instance, asset, "quiz") == 1
-    # nothing changed: the quarantine report once, then nothing at all
-    assert [r.job_name for r in daemon.sensor_tick().run_requests] == ["report_quarantine"]
+    # nothing changed: the leaderboard across benchmarks and the quarantine report once, then nothing at all
+    assert [r.job_name for r in daemon.sensor_tick().run_requests] == ["rate_leaderboard", "report_quarantine"]
     assert not daemon.sensor_tick().run_requests
 
 

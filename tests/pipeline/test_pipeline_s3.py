@@ -54,7 +54,10 @@ def test_uploads_to_s3_are_rated_and_re_rated(s3):
     put_benchmark(fs, prefix, "quiz", [1300, 1600, 1900])
     put_benchmark(fs, prefix, "vision", [1500, 1700], seed=2)
     runs = daemon.settle()
-    assert sorted(r.dagster_run.tags.get("dagster/partition", "") for r in runs) == ["", "quiz", "vision"]  # + quarantine
+    # + the leaderboard across both, on S3 too, and the quarantine report
+    assert sorted(r.dagster_run.tags.get("dagster/partition", "") for r in runs) == ["", "", "quiz", "vision"]
+    board = pd.read_parquet(io.BytesIO(fs.cat_file(f"{prefix}/warehouse/agent_leaderboard/_all.parquet")))
+    assert sorted(board["agent_id"]) == ["agent_0", "agent_1", "agent_2"]  # both benchmarks' agents, once each
     assert all(r.success for r in runs)
     gaps = read(fs, prefix, "competency_gap_tables", "quiz")
     assert list(gaps["agent_id"]) == ["agent_2", "agent_1", "agent_0"]
