@@ -104,7 +104,7 @@ def posterior_pass(
     info = np.zeros(n_agents)
     slope = np.zeros(n_agents)
     bend = np.zeros(n_agents)
-    cross = np.zeros(n_agents)
+    cross = np.zeros((n_agents, len(centre)))
     post_mean = np.empty(n_t)
     post_var = np.empty(n_t)
     second = np.empty(n_t)
@@ -189,7 +189,7 @@ def posterior_pass(
             info[a] += ew * inv * part
             slope[a] += ed * inv * part
             bend[a] += ee * inv * part
-            cross[a] += cov * inv * part
+            cross[a, g] += cov * inv * part
             if 0.0 < ep < 1.0:
                 leverage = min(ew * inv * (var + agent_var[a]), 0.9)
                 pearson[g] += (s - ep) ** 2 / (ep * (1.0 - ep)) / (1.0 - leverage)

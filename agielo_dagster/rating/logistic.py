@@ -147,7 +147,7 @@ def _rasch_posterior(data, theta, variances, phi, mode, rule, agent_var, match_s
         info,
         slope,
         bend,
-        cross[None],
+        cross.T,
         np.array([second.sum()]),
         np.array([[second_var.sum()]]),
         factor,
