@@ -102,7 +102,7 @@ def pooled_ratings(context: dg.AssetExecutionContext, config: LeaderboardConfig,
     leaderboard = with_unplaced(pool.agents, own)
     scales = pool.benchmarks.assign(
         higher_is_better=pool.benchmarks["benchmark"].map(own.groupby("benchmark")["higher_is_better"].first()),
-        dispersion=pool.benchmarks["benchmark"].map(pool.fit.dispersions).round(6),
+        dispersion=pool.benchmarks["benchmark"].map(pool.fit.dispersions),
     )
     by_benchmark = pool.by_benchmark.merge(
         own[["agent_id", "benchmark", "mu", "status"]], on=["agent_id", "benchmark"], how="left"

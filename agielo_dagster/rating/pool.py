@@ -41,6 +41,7 @@ from .logistic import (
     NODES,
     PRIOR_SCALE,
     PRIOR_WEIGHT,
+    TOLERANCE,
     _inverse,
     _jeffreys,
     _pcg,
@@ -50,8 +51,7 @@ from .settings import DEFAULT_LEVEL
 __all__ = ["WEIGHINGS", "PoolFit", "PoolRatings", "rank_on", "rate_pool"]
 
 WEIGHINGS = ("test_case", "benchmark")
-EXACT = 1e-9  # logits: the fit stops when its steps are this short, so that a warm and a cold fit land on one point
-DIGITS = 4  # Elo decimals kept: far coarser than where the two differ (about 1e-10 Elo), so their tables are equal
+
 MAX_ITERATIONS = 200
 DENSE = 4096  # agents + benchmarks up to which the covariance is computed exactly (above: each agent's own curvature)
 
@@ -143,7 +143,7 @@ def rate_pool(
     level: float = DEFAULT_LEVEL,
     start: PoolFit | None = None,
     provisional: frozenset[str] | set[str] = frozenset(),
-    tolerance: float = EXACT,
+    tolerance: float = TOLERANCE,
 ) -> PoolRatings:
     """The pooled ratings of ``benchmarks`` (name → its encoded matches, scores as its benchmark scored them).
 
@@ -369,8 +369,8 @@ def _relative_variance(pool: _Pool, f, match_score, root, share, info, a_comp, t
 
 def _agent_table(pool: _Pool, theta, variance, a_comp, level: float, provisional: frozenset[str]) -> pd.DataFrame:
     ids = np.array([str(a) for a in pool.agent_ids], dtype=object)
-    sd = np.round(LOGIT * np.sqrt(variance), DIGITS)
-    mu = np.round(CENTRE + LOGIT * theta, DIGITS)
+    sd = LOGIT * np.sqrt(variance)
+    mu = np.round(CENTRE + LOGIT * theta, 6)
     z = z_of(level)
     lo, hi = mu - z * sd, mu + z * sd
     test_case = np.repeat(np.arange(len(pool.group)), np.diff(pool.start))
@@ -438,13 +438,13 @@ def _benchmark_table(pool: _Pool, agents: pd.DataFrame, component, centre, tau2,
                 "test_cases": int(mine.sum()),
                 "agents": len(np.unique(pool.agent[match_group == g])),
                 "component": c,
-                "centre": round(CENTRE + LOGIT * centre[g], DIGITS),
-                "spread": round(LOGIT * math.sqrt(tau2[g]), DIGITS),
-                "difficulty_p10": round(p10, DIGITS),
-                "difficulty_p50": round(p50, DIGITS),
-                "difficulty_p90": round(p90, DIGITS),
+                "centre": CENTRE + LOGIT * centre[g],
+                "spread": LOGIT * math.sqrt(tau2[g]),
+                "difficulty_p10": p10,
+                "difficulty_p50": p50,
+                "difficulty_p90": p90,
                 "best_agent": str(best["agent_id"].iloc[0]) if len(best) else None,
-                "saturation": round(float(expected.mean()), DIGITS + 2),
+                "saturation": float(expected.mean()),
             }
         )
     return pd.DataFrame(rows)

@@ -69,14 +69,15 @@ def test_halves_of_one_benchmark_land_on_one_scale(split):
 
 
 def test_a_warm_start_gives_the_same_tables_in_fewer_passes(split):
-    """Equal to the bit: a leaderboard healed after a kill, warm, equals a clean run's, cold."""
+    """Within 0.01 Elo (both fits stop at steps of 1e-6 logits): a leaderboard fitted after an upload, or healed after
+    a kill, from its last fit, equals a clean run's from scratch."""
     m, tables, encoded = split
     grown = dict(encoded, digits_b=encode_matches(tables["digits_b"].iloc[: len(tables["digits_b"]) // 2]))
     cold = rate_pool(encoded)
     warm = rate_pool(encoded, start=rate_pool(grown).fit)  # from another pool's fit, as after an upload
     assert warm.iterations < cold.iterations
-    pd.testing.assert_frame_equal(warm.agents, cold.agents)
-    pd.testing.assert_frame_equal(warm.benchmarks, cold.benchmarks)
+    pd.testing.assert_frame_equal(warm.agents, cold.agents, check_exact=False, atol=0.01)
+    pd.testing.assert_frame_equal(warm.benchmarks, cold.benchmarks, check_exact=False, atol=0.01, rtol=0)
 
 
 def test_row_order_and_names_do_not_move_the_ratings(split):
