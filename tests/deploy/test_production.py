@@ -30,6 +30,7 @@ from agielo_dagster.runs import BENCHMARK_TAG
 from benchmarks.servers import Deployment, deployed, missing_servers
 
 from ..devserver import REPO
+from ..warehouse_files import warehouse
 
 pytestmark = [
     pytest.mark.slow,  # the quick pass runs test_production_quick.py
@@ -49,19 +50,7 @@ IN_PROGRESS = [
 ]
 
 
-def warehouse(root: Path) -> dict[str, str]:
-    """Every warehouse file's sha256 (the fingerprint cache aside: it holds inodes and times by design)."""
-    import hashlib
-
-    top = root / "warehouse"
-    return {
-        str(p.relative_to(top)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(top.rglob("*"))
-        if p.is_file() and p.relative_to(top).parts[0] != "cache"
-    }
-
-
-def default_warehouse(root: Path, tmp: Path) -> dict[str, str]:
+def default_warehouse(root: Path, tmp: Path) -> dict[str, object]:
     """The warehouse plain `agielo run` (in-process executor, SQLite instance) writes from ``root``'s raw files."""
     fresh, home = tmp / "storage", tmp / "home"
     shutil.copytree(root / "raw", fresh / "raw")

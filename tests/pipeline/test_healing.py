@@ -5,7 +5,6 @@ on the final raw files. Only the fingerprint cache differs by design (it holds i
 Kills are exact, never timed: the killed run SIGKILLs itself at a named write (``KILL_AT``).
 """
 
-import hashlib
 import os
 import shutil
 import signal
@@ -22,6 +21,7 @@ import pytest
 from agielo_dagster.domain.copies import bucket_file
 
 from ..devserver import REPO
+from ..warehouse_files import warehouse
 from .conftest import BENCHMARK_OUTPUTS
 
 pytestmark = [pytest.mark.component("dagster")]
@@ -84,45 +84,6 @@ def killed_at(root: Path, home: Path, moment: str, target: str, timeout: float =
         text=True,
         timeout=timeout,
     )
-
-
-class Pooled:
-    """A table of the leaderboard across benchmarks, equal to another within 0.01 Elo: it is fitted from its last fit
-    (a healed run's warm start), a clean run's from scratch, both to 1e-6 logits, so the last digits may differ."""
-
-    def __init__(self, path: Path):
-        self.frame = pd.read_parquet(path)
-
-    def __eq__(self, other) -> bool:
-        if not isinstance(other, Pooled) or list(self.frame.columns) != list(other.frame.columns):
-            return False
-        floats = self.frame.select_dtypes("float").columns
-        return self.frame.drop(columns=floats).equals(other.frame.drop(columns=floats)) and np.allclose(
-            self.frame[floats], other.frame[floats], atol=0.01, equal_nan=True
-        )
-
-    def __repr__(self) -> str:
-        return f"Pooled({self.frame.shape})"
-
-
-POOLED = ("agent_leaderboard", "benchmark_scales", "agent_benchmark_ratings")
-POOLED_PAGES = ("explorer/_index.html", "reports/_leaderboard.html", "leaderboard_pages/_all.parquet")  # their numbers
-
-
-def warehouse(root: Path) -> dict[str, object]:
-    top = root / "warehouse"
-    out: dict[str, object] = {}
-    for p in sorted(top.rglob("*")):
-        name = str(p.relative_to(top))
-        if not p.is_file() or p.relative_to(top).parts[0] == "cache":
-            continue
-        if p.relative_to(top).parts[0] in POOLED:
-            out[name] = Pooled(p)
-        elif name in POOLED_PAGES:
-            out[name] = "present: its numbers are the tables'"
-        else:
-            out[name] = hashlib.sha256(p.read_bytes()).hexdigest()
-    return out
 
 
 def new_home(path: Path) -> Path:
