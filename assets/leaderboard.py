@@ -73,19 +73,15 @@ def pool_digest(store) -> str:
     deps=[dg.AssetDep("match_tables"), dg.AssetDep("provisional_matches"), dg.AssetDep("agent_ratings")],
 )
 def pooled_ratings(context: dg.AssetExecutionContext, config: LeaderboardConfig, storage: ObjectStorage):
-    from agielo_dagster.rating.frames import encode_matches
     from agielo_dagster.rating.pool import rate_pool
 
     store = storage.store
     with retried_on_storage_errors(context):
         digest = pool_digest(store)
         benchmarks = rated_benchmarks(store)
-        tables, own, provisional_only = {}, [], None
+        tables, own = {}, []
         for b in benchmarks:
-            joint = store.read_table(warehouse_path("match_tables", b), columns=list(MATCH_COLUMNS)).to_pandas()
-            partial = store.read_table(warehouse_path("provisional_matches", b), columns=list(MATCH_COLUMNS)).to_pandas()
-            known = partial["test_case_id"].astype(str).isin(set(joint["test_case_id"].astype(str)))
-            tables[b] = pd.concat([joint, partial[known]], ignore_index=True).astype({"agent_id": str, "test_case_id": str})
+            tables[b] = pooled_matches(store, b)
             ratings = store.read_table(warehouse_path("agent_ratings", b), columns=["agent_id", "mu", "status"]).to_pandas()
             own.append(ratings.astype({"agent_id": str}).assign(benchmark=b, higher_is_better=higher_is_better(store, b)))
         start = previous_fit(store)
@@ -96,9 +92,7 @@ def pooled_ratings(context: dg.AssetExecutionContext, config: LeaderboardConfig,
     own = pd.concat(own, ignore_index=True)
     joint_somewhere = set(own.loc[own["status"] != "provisional", "agent_id"])
     provisional_only = set(own.loc[own["status"] == "provisional", "agent_id"]) - joint_somewhere
-    pool = rate_pool(
-        {b: encode_matches(t) for b, t in tables.items()}, weigh=config.weigh, start=start, provisional=provisional_only
-    )
+    pool = rate_pool(tables, weigh=config.weigh, start=start, provisional=provisional_only)
     leaderboard = with_unplaced(pool.agents, own)
     scales = pool.benchmarks.assign(
         higher_is_better=pool.benchmarks["benchmark"].map(own.groupby("benchmark")["higher_is_better"].first()),
@@ -156,6 +150,23 @@ def shown_ranks(leaderboard: pd.DataFrame) -> pd.DataFrame:
     """The leaderboard with its ranks as text for the UI's table: a provisional or unplaced agent's missing rank is "–"."""
     ranks = ["rank", "rank_lo", "rank_hi"]
     return leaderboard.assign(**{c: leaderboard[c].astype("string").fillna("–") for c in ranks})
+
+
+def pooled_matches(store, benchmark: str):
+    """The benchmark's matches, encoded, its provisional agents' on the test cases it rates included: in Arrow
+    throughout (a wide benchmark's millions of test-case ids are never Python strings)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from agielo_dagster.rating.frames import encode_matches, plain_ids
+
+    joint = plain_ids(store.read_table(warehouse_path("match_tables", benchmark), columns=list(MATCH_COLUMNS)))
+    partial = plain_ids(store.read_table(warehouse_path("provisional_matches", benchmark), columns=list(MATCH_COLUMNS)))
+    if partial.num_rows:
+        known = pc.is_in(partial.column("test_case_id"), value_set=joint.column("test_case_id").combine_chunks())
+        joint = pa.concat_tables([joint, partial.filter(known).cast(joint.schema)])
+    # the pool reads scores alone: the metric column is the score's very array (no copy)
+    return encode_matches(joint.append_column("metric", joint.column("score")), f"{benchmark}'s matches")
 
 
 def previous_fit(store):

@@ -157,6 +157,24 @@ _OUTPUTS = (
     Column("files_digest", "string", "A fingerprint of the drop's files' versions and of the reader's optional packages."),
     Column("uploads", "string", "The uploads the drop gave, as JSON: benchmark, agent, original names, sources, rows."),
     Column("errors", "string", "The drop's errors, as JSON: file, rule, row, line, message."),
+    # the leaderboard across benchmarks (rating/pool.py)
+    Column("benchmarks", "int64", "How many benchmarks the agent was evaluated on."),
+    Column("agents", "int64", "How many agents the benchmark was evaluated by."),
+    Column("centre", "float64", "The benchmark's typical test-case difficulty on the leaderboard's scale (Elo)."),
+    Column("spread", "float64", "The sd of the benchmark's test-case difficulties (Elo)."),
+    Column("difficulty_p10", "float64", "The 10 % point of the benchmark's test-case difficulties on the leaderboard's scale."),
+    Column("difficulty_p50", "float64", "The median of the benchmark's test-case difficulties on the leaderboard's scale."),
+    Column("difficulty_p90", "float64", "The 90 % point of the benchmark's test-case difficulties on the leaderboard's scale."),
+    Column("best_agent", "string", "The highest-rated jointly rated agent of the benchmark's component."),
+    Column(
+        "saturation",
+        "float64",
+        "The share of the benchmark's test cases its best agent is expected to pass: near 1, it no longer separates agents.",
+    ),
+    Column("higher_is_better", "bool", "Whether the benchmark's metric is better higher, as its benchmark.yaml declares."),
+    Column("dispersion", "float64", "The benchmark's dispersion φ in the pooled model (1 for binary scores)."),
+    Column("mu_on_pool", "float64", "The agent's rating on this benchmark moved onto the leaderboard's scale (Elo)."),
+    Column("pool_mu", "float64", "The agent's rating on the leaderboard across benchmarks (Elo)."),
 )
 COLUMNS: dict[str, Column] = {c.name: c for c in (*MATCH_TABLE, *_OUTPUTS)}
 

@@ -23,6 +23,10 @@ ASSETS = {
     "upload_problems",
     "quarantine_report",
     "difficulty_judgments",
+    "agent_leaderboard",  # the leaderboard across benchmarks, and its pages
+    "benchmark_scales",
+    "agent_benchmark_ratings",
+    "leaderboard_pages",
 }
 
 

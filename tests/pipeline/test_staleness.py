@@ -144,11 +144,12 @@ def test_the_ui_shows_exactly_what_changed_as_stale(tmp_path):
         assert "rated 1 benchmark(s)" in out and "ingested 1 upload(s)" in out
         assert stale(ui_staleness(server)) == set()
 
-        # a presentation module changes: the reports alone are stale
+        # a presentation module changes: the reports alone are stale (the leaderboard's pages share its pieces)
         edit(code, "domain/report.py")
         server.reload()
         view = ui_staleness(server)
-        assert stale(view) == {("benchmark_reports", b) for b in BENCHMARKS} and view == our_staleness(home, code)
+        reports = {("benchmark_reports", b) for b in BENCHMARKS} | {("leaderboard_pages", None)}
+        assert stale(view) == reports and view == our_staleness(home, code)
 
         assert "rated 2 benchmark(s)" in run(agielo, home, root, code)  # re-rendered, not re-rated
         dg_launch = [str(Path(sys.executable).with_name("dg")), "launch", "--job", "rate_benchmarks_nightly"]
