@@ -25,11 +25,11 @@ from pathlib import Path
 HERE = Path(__file__).parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE.resolve()]  # its coverage.py is not numba's
 
-import numpy as np
-from scipy.stats import spearmanr
+import numpy as np  # noqa: E402
+from scipy.stats import spearmanr  # noqa: E402
 
-from agielo_dagster.rating.frames import Matches
-from agielo_dagster.rating.pool import rate_pool
+from agielo_dagster.rating.frames import Matches  # noqa: E402
+from agielo_dagster.rating.pool import rate_pool  # noqa: E402
 
 sys.path.append(str(HERE))
 from model_cost import fit_alone, measure  # noqa: E402
@@ -84,7 +84,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=1)
     args = parser.parse_args()
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    print(f"{'shape':>24} {'matches':>11} {'sum of fits':>12} {'pool':>8} {'pool/fits':>9} {'warm':>7} {'warm/fits':>9} {'B/match':>8}")
+    print(
+        f"{'shape':>24} {'matches':>11} {'sum of fits':>12} {'pool':>8} {'pool/fits':>9} {'warm':>7} {'warm/fits':>9} {'B/match':>8}"
+    )
     for text in args.shapes:
         g, a, t, share = (float(x) if i == 3 else int(x) for i, x in enumerate(text.split("x")))
         benchmarks, _ = draw(g, a, t, share)
@@ -99,7 +101,7 @@ def main() -> None:
         pooled = measure(lambda benchmarks=benchmarks: (rate_pool(benchmarks),), args.repeats, args.timeout)
         start = rate_pool(benchmarks).fit if pooled else None
         grown = with_newcomer(benchmarks)
-        warm = measure(lambda: (rate_pool(grown, start=start),), args.repeats, args.timeout) if start else None
+        warm = measure(lambda g=grown, s=start: (rate_pool(g, start=s),), args.repeats, args.timeout) if start else None
         if alone is None or pooled is None:
             print(f"{text:>24} {n:>11,} timed out")
             continue
