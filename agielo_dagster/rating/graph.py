@@ -30,14 +30,21 @@ def components(m: Matches) -> tuple[int, np.ndarray, np.ndarray]:
         Components are numbered 0, 1, … by decreasing number of matches (ties: the
         component holding the first agent id comes first); component 0 is the main one.
     """
-    root, first = agent_components(m.agent, m.test_case, m.n_agents, m.n_test_cases)
+    return components_of(m.agent, m.test_case, m.n_agents, m.n_test_cases)
+
+
+def components_of(
+    agent: np.ndarray, test_case: np.ndarray, n_agents: int, n_test_cases: int
+) -> tuple[int, np.ndarray, np.ndarray]:
+    """:func:`components` of matches given by their codes (int32): agent[i] played test_case[i]."""
+    root, first = agent_components(agent, test_case, n_agents, n_test_cases)
     roots, agent_label = np.unique(root, return_inverse=True)
     n = len(roots)
     if n == 1 and (first >= 0).all():
-        return 1, np.zeros(m.n_agents, dtype=np.int64), np.zeros(m.n_test_cases, dtype=np.int64)
-    size = np.bincount(agent_label[m.agent], minlength=n)
-    smallest_agent = np.full(n, m.n_agents, dtype=np.int64)
-    np.minimum.at(smallest_agent, agent_label, np.arange(m.n_agents))
+        return 1, np.zeros(n_agents, dtype=np.int64), np.zeros(n_test_cases, dtype=np.int64)
+    size = np.bincount(agent_label[agent], minlength=n)
+    smallest_agent = np.full(n, n_agents, dtype=np.int64)
+    np.minimum.at(smallest_agent, agent_label, np.arange(n_agents))
     rank = np.empty(n, dtype=np.int64)
     rank[np.lexsort((smallest_agent, -size))] = np.arange(n)
     agent_component = rank[agent_label]

@@ -30,8 +30,8 @@ from scipy import sparse
 from scipy.sparse import csgraph
 
 from . import _logistic_kernels as K
-from ._kernels import agent_components
 from .frames import Matches
+from .graph import components_of
 from .intervals import interval_ranks, ranks_among, z_of
 from .logistic import (
     CENTRE,
@@ -86,6 +86,7 @@ class _Pool:
     agent: np.ndarray  # codes of ``agent_ids``
     score: np.ndarray
     group: np.ndarray  # per test case its benchmark's code
+    test_case: np.ndarray  # per match its test case (t over every benchmark's)
     agent_ids: np.ndarray
     names: list[str]
     binary: np.ndarray  # per benchmark
@@ -110,11 +111,13 @@ def _pooled(benchmarks: Mapping[str, Matches]) -> _Pool:
         scores.append(m.score[order])
         groups.append(np.full(int(played.sum()), g, dtype=np.int64))
         binary.append(bool(np.all((m.score == 0.0) | (m.score == 1.0))))
+    start = np.concatenate(starts)
     return _Pool(
-        np.concatenate(starts),
+        start,
         np.concatenate(agents).astype(np.int64),
         np.ascontiguousarray(np.concatenate(scores), dtype=np.float64),
         np.concatenate(groups),
+        np.repeat(np.arange(len(start) - 1), np.diff(start)),
         agent_ids,
         names,
         np.array(binary),
@@ -124,7 +127,7 @@ def _pooled(benchmarks: Mapping[str, Matches]) -> _Pool:
 def _linked(pool: _Pool) -> tuple[np.ndarray, np.ndarray]:
     """Each benchmark's set of benchmarks linked by shared agents, and one anchor per set (its most test cases)."""
     n_g = len(pool.names)
-    group = np.repeat(pool.group, np.diff(pool.start))
+    group = pool.group[pool.test_case]
     played = sparse.coo_array((np.ones(len(group)), (pool.agent, group)), shape=(pool.n_agents, n_g)).tocsr()
     link = (played.T @ played).tocsr()
     _, label = csgraph.connected_components(link, directed=False)
@@ -173,7 +176,7 @@ def rate_pool(
     n = len(pool.score)
     match_score, factor = np.empty(n), np.empty((n, 1))
     agent_var = np.zeros(n_a)
-    test_case = np.repeat(np.arange(n_t), np.diff(pool.start))
+    test_case = pool.test_case
     match_group = pool.group[test_case]
     n_matches = np.bincount(match_group, minlength=n_g)
     iteration = 0
@@ -271,15 +274,7 @@ class _Pass:
 
 def _components(pool: _Pool) -> np.ndarray:
     """Each agent's component (0: the most matches), through shared test cases."""
-    test_case = np.repeat(np.arange(len(pool.group)), np.diff(pool.start)).astype(np.int32)
-    root, _ = agent_components(pool.agent.astype(np.int32), test_case, pool.n_agents, len(pool.group))
-    roots, label = np.unique(root, return_inverse=True)
-    size = np.bincount(label[pool.agent], minlength=len(roots))
-    first = np.full(len(roots), pool.n_agents)
-    np.minimum.at(first, label, np.arange(pool.n_agents))
-    rank = np.empty(len(roots), dtype=np.int64)
-    rank[np.lexsort((first, -size))] = np.arange(len(roots))
-    return rank[label]
+    return components_of(pool.agent.astype(np.int32), pool.test_case.astype(np.int32), pool.n_agents, len(pool.group))[1]
 
 
 def _start(pool: _Pool, start: PoolFit | None):
@@ -321,7 +316,7 @@ def _level(sets: np.ndarray, centre: np.ndarray, size: np.ndarray) -> np.ndarray
 
 def _agent_shift(pool: _Pool, sets: np.ndarray, shift: np.ndarray) -> np.ndarray:
     """Per agent its set's shift (an agent plays benchmarks of one set only: sets are linked by agents)."""
-    group = np.repeat(pool.group, np.diff(pool.start))
+    group = pool.group[pool.test_case]
     out = np.zeros(pool.n_agents)
     out[pool.agent] = shift[group]
     return out
@@ -373,7 +368,7 @@ def _agent_table(pool: _Pool, theta, variance, a_comp, level: float, provisional
     mu = np.round(CENTRE + LOGIT * theta, 6)
     z = z_of(level)
     lo, hi = mu - z * sd, mu + z * sd
-    test_case = np.repeat(np.arange(len(pool.group)), np.diff(pool.start))
+    test_case = pool.test_case
     pairs = np.unique(pool.agent * len(pool.names) + pool.group[test_case])
     benchmarks = np.bincount(pairs // len(pool.names), minlength=pool.n_agents)
     is_provisional = np.isin(ids, list(provisional))
@@ -420,7 +415,7 @@ def _reason(status: str, component: int) -> str:
 def _benchmark_table(pool: _Pool, agents: pd.DataFrame, component, centre, tau2, mean, var) -> pd.DataFrame:
     """Each benchmark on the pool's scale: its difficulties, and the share of its test cases its component's best
     jointly rated agent is expected to pass (near 1: it no longer separates the agents)."""
-    test_case = np.repeat(np.arange(len(pool.group)), np.diff(pool.start))
+    test_case = pool.test_case
     match_group = pool.group[test_case]
     rows = []
     for g, name in enumerate(pool.names):
@@ -452,7 +447,7 @@ def _benchmark_table(pool: _Pool, agents: pd.DataFrame, component, centre, tau2,
 
 def _by_benchmark(pool: _Pool, agents: pd.DataFrame) -> pd.DataFrame:
     """One row per (agent, benchmark) played: its test cases there and its pooled rating."""
-    test_case = np.repeat(np.arange(len(pool.group)), np.diff(pool.start))
+    test_case = pool.test_case
     frame = pd.DataFrame({"agent": pool.agent, "g": pool.group[test_case]})
     counts = frame.value_counts(["agent", "g"]).reset_index(name="test_cases").sort_values(["g", "agent"])
     pooled = agents.set_index("agent_id")["mu"]
