@@ -184,20 +184,32 @@ def rated_without(context, matches: pa.Table, result, exclude: tuple[str, ...], 
         pc.invert(pc.is_in(pc.cast(matches.column("test_case_id"), pa.string()), pa.array(out["test_case_id"].astype(str))))
     )
     again = rate_encoded(encode_matches(kept), settings)
-    before = result.agents.to_pandas().set_index("agent_id")[["rank", "mu"]]
-    moved = again.agents.to_pandas().set_index("agent_id")[["rank", "mu"]].join(before, rsuffix="_with_them").reset_index()
-    moved = moved.assign(mu_moved=moved["mu"] - moved["mu_with_them"]).sort_values("rank", kind="stable")
+    moved = _standing(again).join(_standing(result), rsuffix="_with_them").reset_index()
+    moved = moved.assign(mu_moved=moved["mu"] - moved["mu_with_them"], gap_moved=moved["gap_90"] - moved["gap_90_with_them"])
+    moved = moved.sort_values("rank", kind="stable")[list(MOVED_COLUMNS)].astype({"agent_id": str})
     metadata = {
         "excluded_test_cases": len(out),
         "excluded": frame_table(out[["test_case_id", "why"]].astype(str), ["test_case_id", "why"]),
-        "moved_by_exclusion": frame_table(moved, ["agent_id", "rank", "rank_with_them", "mu", "mu_moved"], digits=1),
+        "moved_by_exclusion": frame_table(moved, list(MOVED_COLUMNS), digits=1),
     }
     record = {
         "excluded": out[["test_case_id", "why"]].astype(str).head(MAX_RECORDED).to_dict("records"),
         "excluded_test_cases": len(out),
-        "moved": moved[["agent_id", "rank", "rank_with_them", "mu", "mu_moved"]].astype({"agent_id": str}).to_dict("records"),
+        "moved": moved.to_dict("records"),
     }
     return kept, metadata, again, record
+
+
+MOVED_COLUMNS = ("agent_id", "rank", "rank_with_them", "mu", "mu_moved", "gap_90", "gap_90_with_them", "gap_moved")
+
+
+def _standing(result) -> pd.DataFrame:
+    """Each agent's rank, rating and gap to the oracle at 90 % (by agent id; null gap where it has no rating): an
+    excluded test case that looked hardest moves every gap, not only the ranks."""
+    agents = result.agents.to_pandas().astype({"agent_id": str})
+    placed = agents[agents["mu"].notna()][["agent_id", "mu", "component"]]
+    gaps = competency_gaps(result.test_cases.select(["mu", "component"]).to_pandas(), placed)
+    return agents.set_index("agent_id")[["rank", "mu"]].join(gaps.set_index("agent_id")["gap_90"])
 
 
 # --- fragility of #1 (issue 22, item 6) -------------------------------------------------------

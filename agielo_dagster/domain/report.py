@@ -267,13 +267,12 @@ def _exclusion_section(exclusion: dict | None) -> str:
     if not exclusion or not exclusion.get("excluded_test_cases"):
         return ""
     excluded = pd.DataFrame(exclusion["excluded"], columns=["test_case_id", "why"])
-    moved = pd.DataFrame(exclusion["moved"], columns=["agent_id", "rank", "rank_with_them", "mu", "mu_moved"])
-    moved = moved.rename(columns={"mu": "rating", "mu_moved": "rating_moved"})
+    moved = pd.DataFrame(exclusion["moved"]).rename(columns={"mu": "rating", "mu_moved": "rating_moved"})
     n = exclusion["excluded_test_cases"]
     return (
         f'<h2>Excluded test cases</h2>\n<p class="muted">benchmark.yaml\'s <code>exclude</code> leaves out {n} test '
-        "case(s): every rating on this page is without them. How each agent's rank and rating moved (rank_with_them: "
-        "its rank with them).</p>\n"
+        "case(s): every rating on this page is without them. How each agent's rank, rating and gap to the oracle "
+        "(at 90 %) moved; <em>_with_them</em>: with them, <em>_moved</em>: without them minus with them.</p>\n"
         f'<div id="moved">{_html_table(moved, {}, table_id="moved-by-exclusion")}</div>\n'
         f'<div id="excluded">{_html_table(excluded, {}, table_id="excluded-test-cases")}</div>'
     )

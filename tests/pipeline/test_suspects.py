@@ -5,6 +5,7 @@ import io
 import dagster as dg
 import numpy as np
 import pandas as pd
+import pytest
 
 from agielo_dagster.cli import RunSummary, print_summary
 
@@ -87,10 +88,17 @@ def test_exclude_re_rates_without_the_flagged_and_named_test_cases(daemon, root)
     assert event.metadata["excluded_test_cases"].value == 3
     why = {r.data["test_case_id"]: r.data["why"] for r in event.metadata["excluded"].value.records}
     assert why == {"tc_00": "named in benchmark.yaml", "tc_05": "likely_mislabeled", "tc_17": "likely_mislabeled"}
-    moved = {r.data["agent_id"] for r in event.metadata["moved_by_exclusion"].value.records}
+    moved = {r.data["agent_id"]: r.data for r in event.metadata["moved_by_exclusion"].value.records}
     assert len(moved) == 20  # the first rows (of 30 agents)
+    # each agent's gap to the oracle with and without them, the one without as in competency_gap_tables
+    gaps = pd.read_parquet(root / "warehouse/competency_gap_tables/quiz.parquet").set_index("agent_id")
+    for agent, row in moved.items():
+        assert row["gap_90"] == pytest.approx(gaps.loc[agent, "gap_90"], abs=0.05)
+        assert row["gap_moved"] == pytest.approx(row["gap_90"] - row["gap_90_with_them"], abs=0.2)
+    assert any(abs(row["gap_moved"]) >= 1 for row in moved.values())
     report = (root / "warehouse/reports/quiz.html").read_text()
     assert "Excluded test cases" in report and "leaves out 3 test case(s)" in report and 'id="moved-by-exclusion"' in report
+    assert 'data-column="gap_moved"' in report.split('id="moved-by-exclusion"')[1].split("</table>")[0]
     # the exclusion is part of the benchmark's inputs: dropping it re-rates with every test case
     (root / "raw/quiz/benchmark.yaml").write_text("metric: correct\nscoring: identity\n")
     daemon.settle()
