@@ -11,6 +11,8 @@ in the same run on the same data. Per benchmark, over the seeds (counts summed b
   planting did not cause: false flags, or real errors of the data);
 - ``false``: the share of the test cases flagged on the unplanted benchmark (ours: ``likely_mislabeled``, then
   ``uninformative``; the baseline's: correlation < −0.2); there, a flag is a false flag or a real error of the data.
+- ``relabeled`` (the demo's benchmarks): of the test cases each method flags on the unplanted benchmark, how many
+  at least 70 % of the classifiers put in one and the same other class: likely wrong labels of the data itself.
 
 Benchmarks: the demo's digits (20 scikit-learn classifiers × 1,797 images) and breast_cancer (13 × 569), binary
 (``correct``) and graded (``p_true``); simulated ones (:func:`~agielo_dagster.rating.simulate.simulate_matches`:
@@ -43,17 +45,25 @@ BASELINE = -0.2
 QUICK = dict(with_reliability=False, snapshot_fractions=(1.0,), test_case_snapshot_fractions=(1.0,))
 
 
+CONSENSUS = 0.7
+RELABELED: dict[str, set[str]] = {}  # per demo benchmark: the test cases most classifiers put in one other class
+
+
 def demo_benchmarks() -> dict[str, pd.DataFrame]:
     from agielo_dagster.demo import demo_logs
 
     out = {}
     for name in ("digits", "breast_cancer"):
         logs = pd.concat([log.assign(agent_id=agent) for agent, log in demo_logs(name).items()], ignore_index=True)
+        wrong = logs[logs["predicted_label"] != logs["true_label"]]
+        votes = wrong.groupby(["test_case_id", "predicted_label"]).size().groupby("test_case_id").max()
+        relabeled = set(votes.index[votes >= CONSENSUS * logs["agent_id"].nunique()])
         for kind, column in (("binary", "correct"), ("graded", "p_true")):
             score = logs[column].astype(np.float64)
             out[f"{name} {kind}"] = pd.DataFrame(
                 {"test_case_id": logs["test_case_id"], "agent_id": logs["agent_id"], "metric": score, "score": score}
             )
+            RELABELED[f"{name} {kind}"] = relabeled
     return out
 
 
@@ -110,7 +120,7 @@ def scores(tp: int, flagged: int, planted: int) -> tuple[float, float, float]:
 def study(benchmarks: dict[str, pd.DataFrame], seeds: int) -> None:
     print(f"planted study, {datetime.date.today()}: {SHARE:.0%} of the informative test cases reversed, {seeds} seeds")
     head = f"{'benchmark':28} {'planted':>7} | {'recall':>6} {'prec':>5} {'F1':>5} | {'base rec':>8} {'prec':>5} {'F1':>5}"
-    print(head + f" | {'F1 new':>6} {'base':>5} | {'false':>6} {'uninf':>6} {'base':>6}")
+    print(head + f" | {'F1 new':>6} {'base':>5} | {'false':>6} {'uninf':>6} {'base':>6} | {'relabeled':>9} {'base':>5}")
     for name, m in benchmarks.items():
         mislabeled, uninformative, base = flags(m)
         n_t = m["test_case_id"].nunique()
@@ -132,7 +142,15 @@ def study(benchmarks: dict[str, pd.DataFrame], seeds: int) -> None:
         br, bp, bf = scores(*theirs, planted_total)
         new = f"{scores(*ours_new, planted_total)[2]:6.2f} {scores(*theirs_new, planted_total)[2]:5.2f}"
         false = f"{len(mislabeled) / n_t:6.1%} {len(uninformative) / n_t:6.1%} {len(base) / n_t:6.1%}"
-        print(f"{name:28} {planted_total:7d} | {r:6.2f} {p:5.2f} {f:5.2f} | {br:8.2f} {bp:5.2f} {bf:5.2f} | {new} | {false}")
+        relabeled = RELABELED.get(name)
+        shown = "" if relabeled is None else f" | {_of(mislabeled, relabeled):>9} {_of(base, relabeled):>5}"
+        print(
+            f"{name:28} {planted_total:7d} | {r:6.2f} {p:5.2f} {f:5.2f} | {br:8.2f} {bp:5.2f} {bf:5.2f} | {new} | {false}{shown}"
+        )
+
+
+def _of(flagged: set[str], relabeled: set[str]) -> str:
+    return f"{len(flagged & relabeled)}/{len(flagged)}"
 
 
 def cost() -> None:

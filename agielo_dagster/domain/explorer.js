@@ -237,8 +237,13 @@ if (zoomControl) {
   var body = document.getElementById("suspects-body"), S = DATA.suspects;
   if (!S) { body.appendChild(el("p", {"class": "muted"}, "No suspect test cases: every test case's results follow the agents' ratings, or too few agents played it to tell.")); return; }
   var rows = rowsOf(S.rows), flagSel = el("select", {id: "suspect-flag", "aria-label": "flag"});
+  var tagSel = el("select", {id: "suspect-tag", "aria-label": "tag"}), pick = el("span");
   flagSel.appendChild(el("option", {value: ""}, "every flag"));
   Object.keys(rows.reduce(function (m, r) { m[r.flag] = 1; return m; }, {})).forEach(function (f) { flagSel.appendChild(el("option", {value: f}, f)); });
+  tagSel.appendChild(el("option", {value: ""}, "every tag"));
+  Object.keys(rows.reduce(function (m, r) { r.tag_values.forEach(function (v) { m[v] = 1; }); return m; }, {})).sort()
+    .forEach(function (v) { tagSel.appendChild(el("option", {value: v}, v)); });
+  pick.appendChild(flagSel); if (tagSel.options.length > 1) { pick.appendChild(tagSel); }
   body.appendChild(el("p", {"class": "muted"}, "Test cases whose results do not follow the agents' ratings: check their reference answer and scoring. Results: one cell per agent, strongest on the left (dark: succeeds, light: fails, blank: not played)." +
     (S.total > rows.length ? " The first " + rows.length + " of " + S.total + "." : "")));
   function strip(r) {
@@ -252,9 +257,9 @@ if (zoomControl) {
     return g;
   }
   var t = Table(body, {
-    id: "suspect", rows: rows, sortKey: "discrimination", sortDir: 1, pageSize: 25, noun: "suspect test cases", extraControl: flagSel,
+    id: "suspect", rows: rows, sortKey: "discrimination", sortDir: 1, pageSize: 25, noun: "suspect test cases", extraControl: pick,
     placeholder: "search ids, tags and reasons", search: function (r) { return r.test_case_id + " " + r.tags + " " + r.flag_reason; },
-    filter: function (r) { return !flagSel.value || r.flag === flagSel.value; },
+    filter: function (r) { return (!flagSel.value || r.flag === flagSel.value) && (!tagSel.value || r.tag_values.indexOf(tagSel.value) >= 0); },
     columns: [
       {key: "test_case_id", label: "test case", text: true}, {key: "flag", label: "flag", text: true},
       {key: "discrimination", label: "discrimination", digits: 2, asc: true}, {key: "rating", label: "rating", digits: 0},
@@ -262,7 +267,7 @@ if (zoomControl) {
       {key: "flag_reason", label: "why", text: true}, {key: "tags", label: "tags", text: true}
     ]
   });
-  flagSel.addEventListener("change", function () { t.render(); });
+  [flagSel, tagSel].forEach(function (sel) { sel.addEventListener("change", function () { t.render(); }); });
 })();
 
 // ---- ability masses

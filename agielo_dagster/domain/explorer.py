@@ -209,7 +209,7 @@ def _suspects_data(suspects: pd.DataFrame | None, tags: pd.DataFrame | None) -> 
 
     shown = suspects.head(MAX_SUSPECTS).astype({"test_case_id": str})
     agents = [c for c in shown.columns if c not in (*SUSPECT_COLUMNS, "rating")][:MAX_AGENT_LINES]
-    text = [""] * len(shown)
+    text, pairs = [""] * len(shown), [[] for _ in range(len(shown))]
     if tags is not None and "test_case_id" in tags.columns:
         known = tags.astype({"test_case_id": str}).drop_duplicates("test_case_id").set_index("test_case_id")
         known = known.reindex(shown["test_case_id"])
@@ -217,9 +217,23 @@ def _suspects_data(suspects: pd.DataFrame | None, tags: pd.DataFrame | None) -> 
             "; ".join(f"{name}: {_text(_joined(value))}" for name, value in row.items() if not _is_missing(value))
             for _, row in known.iterrows()
         ]
+        # each "tag: value" pair on its own (a list tag gives one per element): what the tag filter selects
+        pairs = [
+            [f"{name}: {_text(v)}" for name, value in row.items() if not _is_missing(value) for v in _elements(value)]
+            for _, row in known.iterrows()
+        ]
     rows = _columns(shown, ("test_case_id", "flag", "flag_reason", "discrimination", "rating"))
     scores = [[_clean(v) for v in row] for row in shown[agents].itertuples(index=False)]
-    return {"total": int(len(suspects)), "rows": {**rows, "tags": text}, "agents": [_text(a) for a in agents], "scores": scores}
+    return {
+        "total": int(len(suspects)),
+        "rows": {**rows, "tags": text, "tag_values": pairs},
+        "agents": [_text(a) for a in agents],
+        "scores": scores,
+    }
+
+
+def _elements(value: Any) -> list:
+    return list(value) if isinstance(value, (list, tuple, np.ndarray)) else [value]
 
 
 def _joined(value: Any) -> str:

@@ -48,7 +48,7 @@ __all__ = ["FLAGS", "QUALITY_COLUMNS", "ItemQuality", "glicko_item_quality", "it
 
 FLAGS = ("likely_mislabeled", "saturated", "unsolved", "uninformative")
 QUALITY_COLUMNS = ("discrimination", "discrimination_lo", "discrimination_hi", "flag", "flag_reason")
-DISCRIMINATION_SD = 1.0  # ω: the prior sd of α (see docs/capabilities.md for what it gives on planted errors)
+DISCRIMINATION_SD = 2.0  # ω: the prior sd of α (see docs/capabilities.md for what it gives on planted errors)
 
 
 @dataclass(frozen=True)

@@ -387,7 +387,7 @@ def test_unranked_agents_come_last_badged_and_the_headline_names_the_top(benchma
     assert lines == len(on_scale)  # only the main component is drawn on the difficulty axis
 
 
-def test_the_suspects_section_shows_results_by_agent_filters_by_flag_and_searches_tags(benchmark, browser, tmp_path):
+def test_the_suspects_section_shows_results_by_agent_filters_by_flag_and_tag_and_searches_tags(benchmark, browser, tmp_path):
     """Each suspect with its results by agent, strongest first (one cell per agent played, titled with its score),
     filtered by flag and searched by tag; a hostile id stays text; the page fits 1,280 px."""
     from agielo_dagster.domain.suspects import suspect_table
@@ -421,16 +421,25 @@ def test_the_suspects_section_shows_results_by_agent_filters_by_flag_and_searche
         tag = benchmark["tags"].set_index("test_case_id").loc[plain, "subject"]
         page.fill("#suspect-search", f"subject: {tag}")
         by_tag = page.locator("#suspect-grid tbody tr td.col-test_case_id").all_inner_texts()
+        page.fill("#suspect-search", "")
+        options = page.locator("#suspect-tag option").all_inner_texts()
+        page.select_option("#suspect-tag", f"subject: {tag}")
+        by_tag_filter = page.locator("#suspect-grid tbody tr td.col-test_case_id").all_inner_texts()
         wide = page.evaluate("() => document.documentElement.scrollWidth")
         context.close()
-        return ids, cells, first_title, by_flag, by_tag, wide
+        return ids, cells, first_title, by_flag, by_tag, options, by_tag_filter, wide
 
-    ids, cells, first_title, by_flag, by_tag, wide = run(check)
+    ids, cells, first_title, by_flag, by_tag, options, by_tag_filter, wide = run(check)
     assert errors == [] and ids == [hostile, plain]  # most reversed first; the hostile id as text
     strongest = benchmark["agents"].sort_values(["mu", "agent_id"], ascending=[False, True])["agent_id"].iloc[0]
     score = matches.set_index(["test_case_id", "agent_id"]).loc[(hostile, strongest), "score"]
     assert cells == [len(AGENT_NAMES), len(AGENT_NAMES) - 1] and first_title == f"{strongest}: {score:.2f}"
     assert by_flag == [plain] and plain in by_tag and wide <= 1280
+    # the tag filter: one option per tag value the suspects carry, each element of a list tag its own
+    carried = benchmark["tags"].set_index("test_case_id").loc[[hostile, plain]]
+    values = {f"subject: {v}" for v in carried["subject"]} | {f"abilities: {v}" for a in carried["abilities"] for v in a}
+    assert options == ["every tag", *sorted(values)]
+    assert by_tag_filter == [i for i in (hostile, plain) if carried.loc[i, "subject"] == carried.loc[plain, "subject"]]
 
 
 def test_the_leaderboard_leads_with_rank_range_and_a_visible_interval_at_1280_px(benchmark, browser, tmp_path):
