@@ -470,7 +470,7 @@ def _leaders(gaps) -> str:
 
 def console() -> None:
     """The ``agielo`` command: :func:`main`, then an exit that skips the interpreter's teardown of every module Dagster,
-    pandas and great_expectations loaded (0.5–0.6 CPU-s and about 1 s of wall time after the summary is printed, on
+    pandas and matplotlib loaded (0.5–0.6 CPU-s and about 1 s of wall time after the summary is printed, on
     2026-11-28's 2-core machine); the summary's elapsed time is then the command's."""
     code = main()
     try:

@@ -11,6 +11,8 @@ from .runs import RERATE_TAG
 # when the ledger's data version, the accepted inputs, did not change: assets/matches.py)
 LEDGER = dg.AssetSelection.assets("upload_ledger") | dg.AssetSelection.checks_for_assets("upload_ledger")
 RATE_SELECTION = LEDGER | dg.AssetSelection.tag(RUN_TAG, "rating")
+# the great_expectations audit of the accepted uploads (assets/quality.py), a check of the observed files: nightly
+SUITE = dg.AssetSelection.checks(dg.AssetCheckKey(dg.AssetKey("raw_uploads"), "upload_suite"))
 
 rate_benchmarks = dg.define_asset_job(
     "rate_benchmarks",
@@ -22,10 +24,11 @@ rate_benchmarks = dg.define_asset_job(
 
 rate_benchmarks_nightly = dg.define_asset_job(
     "rate_benchmarks_nightly",
-    selection=RATE_SELECTION | dg.AssetSelection.tag(RUN_TAG, "nightly"),
+    selection=RATE_SELECTION | SUITE | dg.AssetSelection.tag(RUN_TAG, "nightly"),
     tags={RERATE_TAG: "true"},
     hooks=RELEASE_MEMORY,
-    description="Everything rate_benchmarks does, always re-rating, plus estimator comparison and bootstrap uncertainty.",
+    description="Everything rate_benchmarks does, always re-rating, plus estimator comparison, bootstrap uncertainty "
+    "and the great_expectations suite over the accepted matches.",
 )
 
 convert_incoming = dg.define_asset_job(

@@ -1,7 +1,7 @@
 """upload_ledger: one row per file in ``raw/<benchmark>/``: accepted, rejected or refused, and why.
 
 The first step of every rating run. It validates only the uploads that changed since the ledger was last written
-(the input contract, then the great_expectations suite), stores accepted uploads normalized under
+(the input contract), stores accepted uploads normalized under
 ``warehouse/accepted/``, and materializes with the benchmark's inputs digest (the accepted uploads, the tag file and
 ``benchmark.yaml``) as its data version: a run that only rejects a file leaves that version, and so everything
 downstream, as it was. The ``uploads_accepted`` check is evaluated in every run and summarizes every benchmark's
@@ -17,7 +17,6 @@ from agielo_dagster.resources.warehouse import column_schema
 from agielo_dagster.domain.layout import LEDGER_FOLDER, ledger_path
 from agielo_dagster.domain.ledger import LEDGER_SCHEMA, Ledger, read_summary, refresh_ledger
 from agielo_dagster.domain.lineage import INGEST_VERSION
-from agielo_dagster.domain.quality import failed_expectations
 from agielo_dagster.domain.readers import read_uploads
 
 from .common import declared, retried_on_storage_errors
@@ -77,7 +76,7 @@ def upload_ledger(context: dg.AssetExecutionContext, storage: ObjectStorage):
     benchmark = context.partition_key
     store = storage.store
     with retried_on_storage_errors(context):
-        update = refresh_ledger(store, benchmark, read_uploads=read_uploads, quality_suite=failed_expectations)
+        update = refresh_ledger(store, benchmark, read_uploads=read_uploads)
         for row in update.changed[:LOGGED_ROWS]:  # each log line is an event in the instance: a few, then a count
             level = context.log.info if row["status"] in ("accepted", "removed", "skipped") else context.log.warning
             level(f"{row['status']} {row['message'] or row['path']}")

@@ -7,7 +7,7 @@ processes together:
 
 - tall: ``--uploads`` small csv uploads of 5 rows (the tall shape's 200,000 uploads × 5, scaled);
 - wide csv and wide parquet: one upload of 1M rows (ids, a metric, a text note);
-- tall ledger: the whole ledger step over those ``--uploads`` files on disk (reading them, the quality suite, the
+- tall ledger: the whole ledger step over those ``--uploads`` files on disk (reading them, the
   accepted copies), the decoder reading a batch while the ledger reads the next from storage.
 
     python benchmarks/isolation.py [--uploads 20000] [--repeat 3]
@@ -105,7 +105,6 @@ def ledger(uploads: int, repeat: int, spec) -> None:
     from pathlib import Path
 
     from agielo_dagster.domain.ledger import refresh_ledger
-    from agielo_dagster.domain.quality import failed_expectations
     from agielo_dagster.domain.readers import read_uploads
     from agielo_dagster.domain.readers.upload import _read_uploads
     from agielo_dagster.domain.store import Store
@@ -123,7 +122,7 @@ def ledger(uploads: int, repeat: int, spec) -> None:
             for way, reader in readers.items():
                 shutil.rmtree(Path(tmp) / "warehouse", ignore_errors=True)
                 wall, cpu = time.perf_counter(), _cpu()
-                update = refresh_ledger(Store(tmp), "tall", read_uploads=reader, quality_suite=failed_expectations)
+                update = refresh_ledger(Store(tmp), "tall", read_uploads=reader)
                 wall, cpu = time.perf_counter() - wall, _cpu() - cpu
                 assert len(update.ledger.accepted) == uploads
                 if way not in best or wall < best[way][0]:

@@ -77,7 +77,7 @@ def ingested(out: str) -> str:
 
 
 def printed_seconds(out: str) -> str:
-    found = re.search(r"in ([\d.]+) s", out)
+    found = re.search(r"([\d.]+) s in all", out)
     return found.group(1) if found else "?"
 
 

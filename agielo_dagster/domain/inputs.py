@@ -10,6 +10,7 @@ observable source asset.
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 from dataclasses import dataclass
 
@@ -136,13 +137,14 @@ def incoming_digest(store: Store) -> str:
 
 
 def problems_digest(store: Store, raw: RawTopLevel | None = None) -> str:
-    """What the quarantine report is built from: every ledger's content, the refused entries of raw/, the harness
-    logs' errors and the judgment sets' outcomes."""
+    """What the quarantine report is built from: every ledger's problems and skipped files (not its accepted uploads:
+    a new model's upload does not re-run the report), the refused entries of raw/, the harness logs' errors and the
+    judgment sets' outcomes."""
     raw = raw or scan_raw(store)
     digest = hashlib.sha256()
     for benchmark in known_benchmarks(store, raw):
-        meta = store.parquet_metadata(ledger_path(benchmark)) or {}
-        digest.update(f"{benchmark}\0{meta.get('agielo', '')}\n".encode())
+        meta = json.loads((store.parquet_metadata(ledger_path(benchmark)) or {}).get("agielo") or "{}")
+        digest.update(f"{benchmark}\0{meta.get('problems_digest', '')}\n".encode())
     for err in raw.refused:
         digest.update(f"raw\0{err}\n".encode())
     digest.update(store.read_bytes(INCOMING_LEDGER) if store.exists(INCOMING_LEDGER) else b"")

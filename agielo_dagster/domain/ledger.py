@@ -1,8 +1,8 @@
 """The upload ledger: one source of truth for what a benchmark's uploads are and whether they count.
 
 One ledger per benchmark, ``warehouse/upload_ledger/<benchmark>.parquet``, one row per file in
-``raw/<benchmark>/``: its version, and ``accepted``, ``rejected`` (it broke the input contract or
-the quality suite), ``refused`` (not an upload at all: wrong place, unsafe name, unsupported
+``raw/<benchmark>/``: its version, and ``accepted``, ``rejected`` (it broke the input contract),
+``refused`` (not an upload at all: wrong place, unsafe name, unsupported
 type, symbolic link, not a regular file) or ``skipped`` (a hidden name, as an upload still being
 written: never read, and no problem), with the rule and message. Everything else derives from it:
 
@@ -148,6 +148,14 @@ class Ledger:
         )
         return "sha256:" + hashlib.sha256(text.encode()).hexdigest()[:16]
 
+    @property
+    def problems_digest(self) -> str:
+        """A fingerprint of what the quarantine report shows of this ledger: its problems and skipped files (a new
+        accepted upload leaves it as it was)."""
+        shown = [r for r in self.rows if r["status"] != "accepted"]
+        text = json.dumps(shown, sort_keys=True, default=str)
+        return "sha256:" + hashlib.sha256(text.encode()).hexdigest()[:16]
+
     def to_table(self) -> pa.Table:
         table = pa.Table.from_pylist(list(self.rows), schema=LEDGER_SCHEMA)
         meta = {
@@ -159,6 +167,7 @@ class Ledger:
             "model": self.model,
             "exclude": list(self.exclude),
             "rows_digest": self.rows_digest,
+            "problems_digest": self.problems_digest,
         }
         return table.replace_schema_metadata({b"agielo": json.dumps(meta, sort_keys=True).encode()})
 
@@ -392,16 +401,14 @@ def _spec(store: Store, benchmark: str, files: list[StoredFile]) -> tuple[str, B
         return version, None, err
 
 
-Validator = Callable[[list[pa.Table], BenchmarkSpec], list[tuple[str, ...]]]
 Reader = Callable[..., list]  # read_uploads(items, spec, max_bytes=...): a table or an IngestError for each (data, file)
 
 READ_UPLOADS, READ_BYTES = 1_000, 16 << 20
 """The most uploads, and bytes, read before they are checked together (:func:`~.readers.read_uploads`)."""
 
 BATCH_UPLOADS = 20_000
-"""The most uploads validated together: a tall benchmark's uploads are a few rows each, held as tables until their
-batch is checked (1.5 KB a table: 30 MB). The quality suite costs about 0.13 s a call however few its rows, so 200,000
-uploads of 5 rows took 8 s in batches of 5,000, and take 4 s in these."""
+"""The most accepted uploads held before they are written: a tall benchmark's uploads are a few rows each, held as
+tables until their batch is written (1.5 KB a table: 30 MB)."""
 
 
 def refresh_ledger(
@@ -409,7 +416,6 @@ def refresh_ledger(
     benchmark: str,
     *,
     read_uploads: Reader,
-    quality_suite: Validator | None = None,
     batch_rows: int = 2_000_000,
 ) -> LedgerUpdate:
     """Bring a benchmark's ledger (and its accepted uploads) up to date with ``raw/<benchmark>/``.
@@ -422,10 +428,8 @@ def refresh_ledger(
     read_uploads : callable
         ``read_uploads([(data, file), …], spec, max_bytes=...) -> [pyarrow.Table | IngestError, …]`` (the input
         contract, :func:`~agielo_dagster.domain.readers.read_uploads`): each upload's normalized rows, or its error.
-    quality_suite : callable, optional
-        ``quality_suite(tables, spec) -> [failed expectations per table]``: a second opinion over
-        contract-accepted uploads (validated together, in batches of about ``batch_rows`` rows and at most
-        :data:`BATCH_UPLOADS` uploads).
+    batch_rows : int
+        Accepted uploads are written in batches of about this many rows (and at most :data:`BATCH_UPLOADS` uploads).
 
     Returns
     -------
@@ -501,7 +505,6 @@ def refresh_ledger(
         learned,
         known_outcome,
         read_uploads,
-        quality_suite,
         batch_rows,
         small,
     )
@@ -594,7 +597,7 @@ def _outcomes(read_uploads: Reader, items: list[tuple[bytes, str]], spec: Benchm
 
 
 def _validate(
-    store, benchmark, spec, spec_version, to_check, rows, learned, known_outcome, read_uploads, quality_suite, batch_rows, small
+    store, benchmark, spec, spec_version, to_check, rows, learned, known_outcome, read_uploads, batch_rows, small
 ) -> int:
     """Read and check ``to_check`` uploads; accepted large ones are written to warehouse/accepted/, small ones gathered
     in ``small`` (their shared files are written once every upload is known). Returns how many were checked.
@@ -608,13 +611,8 @@ def _validate(
 
     def flush():
         nonlocal pending_rows
-        failures = quality_suite([t for _, _, t in pending], spec) if quality_suite and pending else [()] * len(pending)
         shared = []
-        for (f, agent, table), failed in zip(pending, failures, strict=True):
-            if failed:
-                error = IngestError(f.path, "quality_suite", "; ".join(failed))
-                rows[f.path] = _row(f, "rejected", agent=agent, error=error, spec_version=spec_version)
-                continue
+        for f, agent, table in pending:
             rows[f.path] = _row(f, "accepted", agent=agent, rows=table.num_rows, spec_version=spec_version)
             if is_small(table):
                 shared.append((agent, (f.path, f.version, spec_version), table))
@@ -634,7 +632,7 @@ def _validate(
         nonlocal reading_bytes
         uploads = [(f, agent) for f, agent, _ in reading]
         items = [(data, f.path) for f, _, data in reading]
-        reading.clear()  # the bytes go once read: a wide upload's 200 MB are not held through the suite and the writes
+        reading.clear()  # the bytes go once read: a wide upload's 200 MB are not held through the writes
         reading_bytes = 0
         in_flight.append((uploads, checking.submit(_outcomes, read_uploads, items, spec, store.max_upload_bytes)))
         if len(in_flight) > 1:

@@ -10,7 +10,6 @@ from agielo_dagster.domain import copies as copies_module
 from agielo_dagster.domain.copies import AcceptedCopies, bucket_file
 from agielo_dagster.domain.ledger import read_ledger, refresh_ledger
 from agielo_dagster.domain.matches import build_match_table
-from agielo_dagster.domain.quality import failed_expectations
 from agielo_dagster.domain.readers import read_uploads
 from agielo_dagster.domain.store import Store
 
@@ -25,7 +24,7 @@ def upload(rows: int, seed: int, meta: bool) -> str:
 
 def refresh(root):
     store = Store(str(root))
-    update = refresh_ledger(store, "quiz", read_uploads=read_uploads, quality_suite=failed_expectations)
+    update = refresh_ledger(store, "quiz", read_uploads=read_uploads)
     return store, update
 
 

@@ -1,13 +1,14 @@
-"""The ledger validates a tall benchmark's many small uploads in bounded batches, with the outcome of one batch."""
+"""The ledger holds a tall benchmark's many small uploads in bounded batches, with the outcome of one batch."""
 
 import pytest
 from agielo_dagster.resources.storage import ObjectStorage
 
 from agielo_dagster.domain import ledger as ledger_module
 from agielo_dagster.domain.ledger import refresh_ledger
-from agielo_dagster.domain.quality import failed_expectations
 from agielo_dagster.domain.readers import read_uploads
 from agielo_dagster.domain.store import StorageError, Store
+
+ADD = ledger_module.SmallUploads.add
 
 
 def _outcomes(tmp_path, name, monkeypatch, batch_uploads):
@@ -20,17 +21,18 @@ def _outcomes(tmp_path, name, monkeypatch, batch_uploads):
     (folder / "model_9.csv").write_text("test_case_id,correct\ncase-0,1\ncase-0,0\n")  # a repeated id: rejected
     batches = []
 
-    def suite(tables, spec):
-        batches.append(len(tables))
-        return failed_expectations(tables, spec)
+    def held(self, uploads):  # each batch of accepted uploads, as it is handed on to be written
+        batches.append(len(uploads))
+        return ADD(self, uploads)
 
     monkeypatch.setattr(ledger_module, "BATCH_UPLOADS", batch_uploads)
-    update = refresh_ledger(Store(str(root)), "quiz", read_uploads=read_uploads, quality_suite=suite)
+    monkeypatch.setattr(ledger_module.SmallUploads, "add", held)
+    update = refresh_ledger(Store(str(root)), "quiz", read_uploads=read_uploads)
     rows = {r["path"].rsplit("/", 1)[-1]: (r["status"], r["rule"], r["rows"]) for r in update.ledger.rows}
     return rows, batches
 
 
-def test_small_uploads_are_validated_in_batches_of_at_most_batch_uploads(tmp_path, monkeypatch):
+def test_small_uploads_are_held_in_batches_of_at_most_batch_uploads(tmp_path, monkeypatch):
     batched, sizes = _outcomes(tmp_path, "batched", monkeypatch, 3)
     whole, one = _outcomes(tmp_path, "whole", monkeypatch, 1_000)
     assert sizes == [3, 3, 1] and one == [7]
@@ -47,7 +49,7 @@ def test_the_scoring_is_read_from_the_ledgers_footer_as_the_ledger_makes_it(tmp_
     folder.mkdir(parents=True)
     (folder / "benchmark.yaml").write_text("metric: error\nscoring: minmax\nparams: {lo: 0, hi: 10, higher_is_better: false}\n")
     (folder / "model_a.csv").write_text("test_case_id,error\ncase-0,2.5\ncase-1,7.5\n")
-    refresh_ledger(store, "graded", read_uploads=read_uploads, quality_suite=failed_expectations)
+    refresh_ledger(store, "graded", read_uploads=read_uploads)
     made, read = read_ledger(store, "graded").make_scoring(), read_scoring(store, "graded")
     assert read.to_config() == made.to_config() and read.to_config()["scoring"] == "minmax"
     assert read.to_config()["params"]["higher_is_better"] is False
@@ -72,7 +74,7 @@ def test_a_reader_that_fails_unforeseen_rejects_only_the_upload_it_failed_on(tmp
             raise MemoryError("the reader ran out of memory")
         return read_uploads(items, spec, max_bytes=max_bytes)
 
-    update = refresh_ledger(Store(str(tmp_path)), "quiz", read_uploads=reader, quality_suite=failed_expectations)
+    update = refresh_ledger(Store(str(tmp_path)), "quiz", read_uploads=reader)
     rows = {r["agent"]: r for r in update.ledger.rows}
     assert batches[:2] == [4, 1] and len(batches) == 2 + 4  # the first batch failed, then was read upload by upload
     assert rows["model_2"]["status"] == "rejected" and rows["model_2"]["rule"] == "unreadable"
@@ -99,7 +101,7 @@ def test_a_ledgers_summary_and_first_uploads_are_what_the_whole_ledger_says(tmp_
     (folder / "typo.csv").write_text("test_case_id,correct\ncase-0,yes\n")  # rejected
     (folder / "notes.txt").write_text("not an upload")  # refused
     (folder / "test_cases.csv").write_text("test_case_id,subject\ncase-0,math\ncase-1,art\n")  # the tag file
-    refresh_ledger(store, "quiz", read_uploads=read_uploads, quality_suite=failed_expectations)
+    refresh_ledger(store, "quiz", read_uploads=read_uploads)
     whole, summary = read_ledger(store, "quiz"), read_summary(store, "quiz")
     assert summary.accepted == len(whole.accepted) == 4
     assert summary.problems == tuple(whole.problems) and {r["status"] for r in summary.problems} == {"rejected", "refused"}

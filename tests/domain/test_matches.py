@@ -8,7 +8,6 @@ import pyarrow as pa
 from agielo_dagster.domain import matches as matches_module
 from agielo_dagster.domain.ledger import read_ledger, refresh_ledger
 from agielo_dagster.domain.matches import build_match_table, manifest_of
-from agielo_dagster.domain.quality import failed_expectations
 from agielo_dagster.domain.readers import read_uploads
 from agielo_dagster.domain.store import Store
 
@@ -21,7 +20,7 @@ def _benchmark(root, agents: int, rows: int = 3):
         text = "test_case_id,correct\n" + "".join(f"case-{i},{(a + i) % 2}\n" for i in range(rows if a else 0))
         (folder / f"model_{a:03d}.csv").write_text(text)  # model_000 has no rows
     store = Store(str(root))
-    refresh_ledger(store, "quiz", read_uploads=read_uploads, quality_suite=failed_expectations)
+    refresh_ledger(store, "quiz", read_uploads=read_uploads)
     return store, read_ledger(store, "quiz")
 
 

@@ -10,8 +10,10 @@ import sys
 from pathlib import Path
 
 import dagster as dg
+import pyarrow as pa
 import pytest
 
+from agielo_dagster.domain.parquet_io import parquet_bytes
 from agielo_dagster.runs import RERATE_TAG
 
 from ..devserver import REPO
@@ -63,3 +65,43 @@ def test_the_nightly_job_launched_by_hand_re_rates(tmp_path):
     # every output (the report included) is re-materialized by that run, and the nightly estimators with it
     assert {name for name, run_id in after.items() if run_id != run.run_id} == set(), (before, after)
     assert all(before[name] != run.run_id for name in BENCHMARK_OUTPUTS)
+    # the great_expectations suite over the accepted matches ran with it, and not with the run that rated them
+    nightly, rating = (suite_evaluations(home, run_id) for run_id in (run.run_id, before["agent_ratings"]))
+    assert rating == [] and len(nightly) == 1
+    assert nightly[0].passed and nightly[0].metadata["matches"].value == 3 * 20
+    assert nightly[0].description == "6 expectations met"
+
+
+def suite_evaluations(home: Path, run_id: str) -> list:
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        records = instance.get_records_for_run(run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION).records
+    evaluations = [r.event_log_entry.dagster_event.event_specific_data for r in records]
+    return [e for e in evaluations if e.check_name == "upload_suite"]
+
+
+def test_the_suite_fails_as_an_error_naming_each_offending_match(tmp_path):
+    """What the contract should have refused, had it let it through: a score outside [0, 1], one agent's repeated test
+    case. The check names the agent, test case and row of each."""
+    from agielo_dagster.assets.quality import suite_result
+
+    from agielo_dagster.domain.layout import warehouse_path
+    from agielo_dagster.domain.store import Store
+
+    store = Store(str(tmp_path))
+    assert suite_result(store, "quiz").passed  # nothing stored: withdrawn
+    matches = pa.table(
+        {
+            "test_case_id": ["t1", "t2", "t1", "t1"],
+            "agent_id": ["a", "a", "b", "b"],
+            "metric": [1.0, 0.0, 1.0, 1.0],
+            "score": [1.0, 1.5, 1.0, 1.0],
+        }
+    )
+    store.write_bytes(warehouse_path("match_tables", "quiz"), parquet_bytes(matches))
+    result = suite_result(store, "quiz")
+    assert not result.passed and result.severity == dg.AssetCheckSeverity.ERROR
+    assert "expect_column_values_to_be_between(score) failed on 1 match(es): row 2 (agent a, test case t2): 1.5" in (
+        result.description
+    )
+    assert "expect_compound_columns_to_be_unique(agent+test_case_id) failed on 2 match(es)" in result.description
+    assert "row 4 (agent b, test case t1)" in result.description and result.metadata["failed"].value == 2

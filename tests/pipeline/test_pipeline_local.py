@@ -97,6 +97,8 @@ def test_a_changed_upload_re_rates_only_its_benchmark_and_reads_only_itself(daem
     assert after_quiz["agent_0"] > before_quiz["agent_0"] + 200 and after_quiz.idxmax() == "agent_0"
     assert materialization_count(daemon.instance, "match_tables", "vision") == vision_count
     assert output_bytes(root, "vision") == before_vision
+    # a new version of an accepted upload changes no problem: the quarantine report is not run again
+    assert "report_quarantine" not in [r.job_name for r in daemon.sensor_tick().run_requests]
 
 
 @pytest.mark.slow  # the quick pass keeps the fingerprint test
