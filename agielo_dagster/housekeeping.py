@@ -23,6 +23,8 @@ from .domain.layout import (
     in_folder,
     ledger_path,
     report_path,
+    suspects_path,
+    suspects_twin_path,
     warehouse_folder,
 )
 from .domain.store import TEMP_SUFFIX, Store
@@ -54,7 +56,7 @@ def forget(store: Store, benchmark: str) -> list[str]:
     folders = [f for f in store.list_folders("warehouse") if f not in NOT_PER_BENCHMARK]
     paths = [in_folder(warehouse_folder(f), f"{benchmark}.parquet") for f in folders]
     paths += [in_folder(figures_folder(benchmark), n) for n in store.list_dir(figures_folder(benchmark))]
-    paths += [report_path(benchmark), explorer_path(benchmark)]
+    paths += [report_path(benchmark), explorer_path(benchmark), suspects_path(benchmark), suspects_twin_path(benchmark)]
     paths += [in_folder(accepted_folder(benchmark), n) for n in store.list_dir(accepted_folder(benchmark))]
     paths += [fingerprint_path(benchmark), ledger_path(benchmark)]
     removed = []
