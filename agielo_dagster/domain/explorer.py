@@ -36,6 +36,7 @@ import pandas as pd
 
 from ..rating.predict import share_beaten
 from .histogram import histogram_edges
+from .layout import explorer_index_path
 from .meaning import RANK_LEGEND, ZOOM, gap_note, header_title, level_words, rho_sentence
 from .standing import fragility_line, headline, unusual_agents
 
@@ -71,7 +72,8 @@ def page_script(name: str) -> str:
 
 # The page's styles, markup and script: package files beside this module.
 _STYLE = "\n" + _page_part("explorer.css")
-_BODY = _page_part("explorer.html").removesuffix("\n")
+# the index lies beside the benchmarks' pages (layout.py): linked by its file name
+_BODY = _page_part("explorer.html").removesuffix("\n").replace("{index}", explorer_index_path().rsplit("/", 1)[1])
 _SCRIPT = page_script("explorer.js")
 
 

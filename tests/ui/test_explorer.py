@@ -14,6 +14,7 @@ import pyarrow as pa
 import pytest
 
 from agielo_dagster.domain.explorer import MAX_POINTS, explorer_data, render_explorer
+from agielo_dagster.domain.layout import explorer_index_path, explorer_path
 from agielo_dagster.domain.tags import abilities_of
 from agielo_dagster.rating import ability_masses, binned_calibration, competency_gaps, rate, slice_ratings
 from tests.ui.conftest import ARTIFACTS, opened
@@ -385,6 +386,15 @@ def test_unranked_agents_come_last_badged_and_the_headline_names_the_top(benchma
     assert any(u.startswith("disconnected: typo — shares no test case") for u in unusual)
     assert any(u.startswith("unplaced: ghost — none of its 10 test cases") for u in unusual)
     assert lines == len(on_scale)  # only the main component is drawn on the difficulty axis
+
+
+def test_each_benchmarks_page_links_back_to_the_index_beside_it(benchmark):
+    page = render_explorer("quiz", benchmark["agents"], benchmark["result"].test_cases)
+    index = explorer_index_path().rsplit("/", 1)[1]
+    assert (
+        f'<a id="index-link" href="{index}">Every benchmark</a>' in page
+        and explorer_path("quiz").rsplit("/", 1)[0] == (explorer_index_path().rsplit("/", 1)[0])
+    )
 
 
 def test_the_suspects_section_shows_results_by_agent_filters_by_flag_and_tag_and_searches_tags(benchmark, browser, tmp_path):
