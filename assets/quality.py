@@ -12,10 +12,9 @@ import dagster as dg
 import pyarrow as pa
 from agielo_dagster.resources.storage import ObjectStorage
 
-from agielo_dagster.domain.layout import warehouse_path
 from agielo_dagster.domain.ledger import read_scoring
+from agielo_dagster.domain.matches import every_match
 from agielo_dagster.domain.store import Store
-from agielo_dagster.rating.schema import MATCH_COLUMNS
 
 from .common import retried_on_storage_errors
 
@@ -42,11 +41,9 @@ def suite_result(store: Store, benchmark: str) -> dg.AssetCheckResult:
     """The suite's verdict over the benchmark's stored matches (passed where none is stored: withdrawn)."""
     from agielo_dagster.domain.quality import audit_matches  # great_expectations loads with the check alone
 
-    paths = [warehouse_path(a, benchmark) for a in ("match_tables", "provisional_matches")]
-    tables = [store.read_table(p, columns=list(MATCH_COLUMNS)) for p in paths if store.exists(p)]
-    if not tables:
+    matches = every_match(store, benchmark)
+    if matches is None:
         return dg.AssetCheckResult(passed=True, metadata={"benchmark": benchmark, "matches": 0})
-    matches = pa.concat_tables([t.cast(tables[0].schema) for t in tables]) if len(tables) > 1 else tables[0]
     scoring = read_scoring(store, benchmark)
     lo, hi = (scoring.lo, scoring.hi) if scoring is not None else (float("-inf"), float("inf"))
     outcomes = audit_matches(matches, benchmark, lo, hi)

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from ..rating.schema import MATCH_COLUMNS
 from .layout import warehouse_folder, warehouse_path
+from .matches import every_match
 from .query import parse_query, select
 from .store import Store
 
@@ -91,11 +91,10 @@ def query_warehouse(store: Store, text: str) -> CapabilityQuery:
 
 def _results(store: Store, benchmark: str) -> pd.DataFrame:
     """The benchmark's matches, the provisional agents' (partial uploads) included."""
-    tables = [store.read_table(warehouse_path("match_tables", benchmark), columns=list(MATCH_COLUMNS)).to_pandas()]
-    partial = warehouse_path("provisional_matches", benchmark)
-    if store.exists(partial):
-        tables.append(store.read_table(partial, columns=list(MATCH_COLUMNS)).to_pandas())
-    return pd.concat(tables, ignore_index=True).astype({"test_case_id": str, "agent_id": str})
+    matches = every_match(store, benchmark)
+    if matches is None:  # withdrawn since its test cases were read
+        raise FileNotFoundError(warehouse_path("match_tables", benchmark))
+    return matches.to_pandas().astype({"test_case_id": str, "agent_id": str})
 
 
 def _leaderboard(store: Store) -> tuple[pd.DataFrame | None, pd.DataFrame | None]:

@@ -18,11 +18,13 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..rating.schema import MATCH_COLUMNS
 from .copies import AcceptedCopies
+from .layout import warehouse_path
 from .ledger import Ledger
 from .store import Store
 
-__all__ = ["MATCH_SCHEMA", "build_match_table", "input_manifest", "manifest_of", "test_case_metadata"]
+__all__ = ["MATCH_SCHEMA", "build_match_table", "every_match", "input_manifest", "manifest_of", "test_case_metadata"]
 
 _DICT = pa.dictionary(pa.int32(), pa.string())
 MATCH_SCHEMA = pa.schema(
@@ -208,6 +210,16 @@ def build_match_table(store: Store, ledger: Ledger, previous: pa.Table | None = 
         _canonical(table.column(c)) if c in DICTIONARY_COLUMNS else table.column(c).combine_chunks() for c in MATCH_SCHEMA.names
     ]
     return pa.Table.from_arrays(columns, schema=MATCH_SCHEMA.with_metadata({_SPECS: _spec_versions(accepted)}))
+
+
+def every_match(store: Store, benchmark: str) -> pa.Table | None:
+    """The benchmark's stored matches (``MATCH_COLUMNS``), its provisional agents' (partial uploads) after the jointly
+    rated ones; None where neither is stored (never rated, or withdrawn)."""
+    paths = [warehouse_path(a, benchmark) for a in ("match_tables", "provisional_matches")]
+    tables = [store.read_table(p, columns=list(MATCH_COLUMNS)) for p in paths if store.exists(p)]
+    if not tables:
+        return None
+    return pa.concat_tables([t.cast(tables[0].schema) for t in tables]) if len(tables) > 1 else tables[0]
 
 
 def input_manifest(ledger: Ledger) -> pa.Table:
