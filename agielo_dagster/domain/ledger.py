@@ -141,20 +141,15 @@ class Ledger:
     @property
     def rows_digest(self) -> str:
         """A fingerprint of the ledger's content (recorded in its file, so readers need only the footer)."""
-        text = json.dumps(
-            [self.spec_version, self.scoring, self.full_coverage, self.model, list(self.exclude), list(self.rows)],
-            sort_keys=True,
-            default=str,
+        return _fingerprint(
+            [self.spec_version, self.scoring, self.full_coverage, self.model, list(self.exclude), list(self.rows)]
         )
-        return "sha256:" + hashlib.sha256(text.encode()).hexdigest()[:16]
 
     @property
     def problems_digest(self) -> str:
         """A fingerprint of what the quarantine report shows of this ledger: its problems and skipped files (a new
         accepted upload leaves it as it was)."""
-        shown = [r for r in self.rows if r["status"] != "accepted"]
-        text = json.dumps(shown, sort_keys=True, default=str)
-        return "sha256:" + hashlib.sha256(text.encode()).hexdigest()[:16]
+        return _fingerprint([r for r in self.rows if r["status"] != "accepted"])
 
     def to_table(self) -> pa.Table:
         table = pa.Table.from_pylist(list(self.rows), schema=LEDGER_SCHEMA)
@@ -173,6 +168,11 @@ class Ledger:
 
     def to_parquet(self) -> bytes:
         return parquet_bytes(self.to_table())
+
+
+def _fingerprint(value) -> str:
+    text = json.dumps(value, sort_keys=True, default=str)
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True)
