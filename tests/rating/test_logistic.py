@@ -127,3 +127,15 @@ def test_graded_scores_find_their_dispersion():
     assert fit.phi == pytest.approx(0.25, abs=0.02)
     assert math.sqrt(fit.tau2) * LOGIT == pytest.approx(300, rel=0.1)  # the test cases' spread, recovered
     assert CENTRE + LOGIT * np.mean(fit.beta_mean) == pytest.approx(1500, abs=30)
+
+
+def test_a_wide_sparse_benchmark_converges_well_within_the_cap():
+    """Coverage's 30 × 400, sd 800, 10 % draw of seed 18007 ran to the 200-pass cap unconverged: Jeffreys' curvature,
+    clipped at 0 for a far-out agent, makes each Newton step ~5 % of the way there. The secant along the last step
+    goes the rest of it (88 passes)."""
+    from agielo_dagster.rating.coverage import Regime, draw
+    from agielo_dagster.rating.logistic import MAX_ITERATIONS
+
+    m = encode_matches(draw(Regime(sd=800.0, share=0.1), 18007).matches)
+    _, component, _ = components(m)
+    assert fit_logistic(by_test_case(m), component, binary=True).iterations < MAX_ITERATIONS / 2
