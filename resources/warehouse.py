@@ -13,7 +13,6 @@ withdrawn input loads as ``None``.
 """
 
 import gc
-import os
 
 import dagster as dg
 import pandas as pd
@@ -56,17 +55,7 @@ def column_schema(schema: pa.Schema, table: str = "") -> dg.TableSchema:
     )
 
 
-GROWTH_WORTH_COLLECTING = 64 << 20  # bytes of resident memory gained since the last collection
-_resident_after_collection = 0
-
-
-def _resident_bytes() -> int | None:
-    """The process's resident memory now (Linux); None where /proc is not there."""
-    try:
-        with open("/proc/self/statm", "rb") as statm:
-            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return None
+_collected = False  # whether a step of this process collected (and froze) the heap yet
 
 
 def free_previous_steps() -> None:
@@ -77,17 +66,16 @@ def free_previous_steps() -> None:
     started ~400 MB above the floor. The IO manager runs it once a step, before the step's first input,
     and steps that read their data themselves call it first (issue 25).
 
-    A full collection visits every object of the process: 0.3 s once great_expectations and matplotlib are
-    loaded, 2.5 of the demo's CPU-seconds over its steps. So it runs only when the process holds at least
-    ``GROWTH_WORTH_COLLECTING`` more than after the last one: large arrays are mapped and unmapped
-    (``allocator.py``), so garbage worth freeing shows in the resident memory.
+    What survives a collection is frozen (``gc.freeze``): the long-lived heap (Dagster, the modules, the run's
+    own context) is not visited again, so a collection costs what the steps since the last one allocated, not
+    0.3 s over every object once great_expectations and matplotlib are loaded. The first step of a process
+    only freezes: no step ran before it.
     """
-    global _resident_after_collection
-    resident = _resident_bytes()
-    if resident is not None and resident - _resident_after_collection < GROWTH_WORTH_COLLECTING:
-        return
-    gc.collect()
-    _resident_after_collection = _resident_bytes() or 0
+    global _collected
+    if _collected:
+        gc.collect()
+    gc.freeze()
+    _collected = True
 
 
 def read_stored(store, path: str, columns: list[str] | None = None, where: dict | None = None) -> pa.Table:
