@@ -8,10 +8,11 @@ import pandas as pd
 import pytest
 from scipy import integrate
 
-from agielo_dagster.rating import rate, simulate_matches
+from agielo_dagster.rating import logistic, rate, simulate_matches
 from agielo_dagster.rating.frames import encode_matches
 from agielo_dagster.rating.graph import components
 from agielo_dagster.rating.logistic import CENTRE, LOGIT, PRIOR_SCALE, PRIOR_WEIGHT, by_test_case, fit_logistic
+from agielo_dagster.rating.twopl import TWOPL
 
 
 def _table(rows):
@@ -139,3 +140,28 @@ def test_a_wide_sparse_benchmark_converges_well_within_the_cap():
     m = encode_matches(draw(Regime(sd=800.0, share=0.1), 18007).matches)
     _, component, _ = components(m)
     assert fit_logistic(by_test_case(m), component, binary=True).iterations < MAX_ITERATIONS / 2
+
+
+@pytest.mark.parametrize("model", [logistic.RASCH, TWOPL], ids=["rasch", "2pl"])
+@pytest.mark.parametrize("coverage", [1.0, 0.1], ids=["dense", "sparse"])
+def test_the_agents_variances_are_those_of_the_inverse_hessian(coverage, model, monkeypatch):
+    """``relative_variance`` against numpy's inverse of H = diag(info) − F Fᵀ, centred on each component's mean:
+    F Fᵀ by BLAS on a full design, by each test case's pairs of matches on a sparse one (in tiles of 7 agents)."""
+    monkeypatch.setattr(logistic, "BLOCK", 7)
+    rng = np.random.default_rng(2)
+    matches = simulate_matches(rng.normal(1500, 300, 60), rng.normal(1500, 300, 40), seed=2, coverage=coverage)
+    m = encode_matches(matches)
+    _, component, _ = components(m)
+    data = by_test_case(m)
+    fit = fit_logistic(data, component, binary=True, model=model)
+    k = fit.factor.shape[1]
+    test_case = np.repeat(np.arange(data.n_test_cases), np.diff(data.start))
+    f = np.zeros((data.n_agents, k * data.n_test_cases))
+    for j in range(k):
+        f[data.agent, test_case * k + j] = fit.factor[:, j]
+    inverse = np.linalg.inv(np.diag(fit.info) - f @ f.T)
+    same = component[:, None] == component[None, :]
+    centre = np.eye(data.n_agents) - same / same.sum(axis=1, keepdims=True)  # each agent less its component's mean
+    expected = np.einsum("ij,jk,ik->i", centre, inverse, centre)
+    variance = logistic.relative_variance(fit, data, component, sandwich=False)
+    np.testing.assert_allclose(variance, expected, rtol=1e-10)
