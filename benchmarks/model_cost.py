@@ -10,6 +10,8 @@ Per shape, on the encoded matches (the ids' encoding is left out of every figure
   (``by_test_case``), ``fit_logistic`` and the agents' variances (``relative_variance``);
 - ``rate``: the whole ``rate(model="rasch")`` with its defaults (10 snapshot fits, reliability);
 - ``glicko16``: the baseline, ``rate(model="glicko", orders=16, with_reliability=False, workers=1)``;
+- each run as the command line and the Dagster code location run the engine: BLAS on one thread
+  (``agielo_dagster.threads``), the baseline's way too;
 - CPU seconds (the process's, every thread) beside wall seconds, best of ``--repeats``; the ratios are
   of CPU seconds (issue 44's target: the default at most 2× the baseline); ``rate/fit`` is what the
   snapshots and the reliability add to the fit;
@@ -44,6 +46,7 @@ from agielo_dagster.rating.graph import components
 from agielo_dagster.rating.logistic import by_test_case, fit_logistic, relative_variance
 from agielo_dagster.rating.ratings import rate_encoded
 from agielo_dagster.rating.settings import RatingSettings
+from agielo_dagster.threads import one_blas_thread
 
 
 @dataclass(frozen=True)
@@ -127,9 +130,10 @@ def _run(fn, conn) -> None:
     """In a forked child: run ``fn`` once and send back (CPU s, wall s, peak RSS growth in bytes, the fit's iterations)."""
     gc.collect()
     base = _status("VmRSS") if _reset_peak() else None
-    c0, w0 = time.process_time(), time.perf_counter()
-    out = fn()
-    cpu, wall = time.process_time() - c0, time.perf_counter() - w0
+    with one_blas_thread():
+        c0, w0 = time.process_time(), time.perf_counter()
+        out = fn()
+        cpu, wall = time.process_time() - c0, time.perf_counter() - w0
     peak = float("nan") if base is None else _status("VmHWM") - base
     conn.send((cpu, wall, peak, getattr(out[0], "iterations", -1) if isinstance(out, tuple) else -1))
 
