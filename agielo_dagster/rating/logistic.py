@@ -436,7 +436,8 @@ def relative_variance(fit: LogisticFit, data: ByTestCase, component: np.ndarray,
     u = sparse.csr_array((fit.match_score, (data.agent, test_case)), shape=(n_a, n_t)) if sandwich else None
     ones = np.ones(n_a)
     if n_a <= DENSE and (n_a <= k * n_t or k * n_t > DENSE):  # the agents' side: H itself, dense
-        h = np.diag(fit.info) - _gram(data, fit.factor)
+        h = np.negative(_gram(data, fit.factor))  # H = diag(info) − F Fᵀ, in place: n_a² doubles once
+        h.flat[:: n_a + 1] += fit.info
         if sandwich:
             au = (u.T @ _inverse(h)).T  # H⁻¹ U, n_a × n_t
             diag, row_sums = np.einsum("ij,ij->i", au, au), au @ (au.T @ ones)
