@@ -283,18 +283,30 @@ def _jeffreys(post: Posterior, info, played, component, n_components: int, theta
         steps.append(np.where(played, h_of(d), 0.0))
         against.append(weight * d)
 
-    def sums(x, y):
-        return np.bincount(component, x * y, n_components)
+    if n_components == 1:  # the usual case: dot products (bincount's scatter was a third of a tall benchmark's solve)
+
+        def sums(x, y):
+            return np.array([x @ y])
+
+        def spread(k):
+            return k[0]
+    else:
+
+        def sums(x, y):
+            return np.bincount(component, x * y, n_components)
+
+        def spread(k):
+            return k[component]
 
     ok = np.bincount(component, played, n_components) > len(directions)
     kappa = _solve_per_component([[sums(v, u) for u in steps] for v in against], [sums(v, pull) for v in against], ok)
-    grad = pull - sum(k[component] * u for k, u in zip(kappa, steps, strict=True))
+    grad = pull - sum(spread(k) * u for k, u in zip(kappa, steps, strict=True))
     curved = [bent * d for d in directions]
     gram = [[sums(c, d) for d in directions] for c in curved]
 
     def curvature(x: np.ndarray) -> np.ndarray:
         back = _solve_per_component(gram, [sums(c, x) for c in curved], ok)
-        return bent * x - sum(k[component] * c for k, c in zip(back, curved, strict=True))
+        return bent * x - sum(spread(k) * c for k, c in zip(back, curved, strict=True))
 
     return grad, curvature, bent
 
