@@ -308,23 +308,26 @@ def gram(start, agent, factor, n_agents, block):
     (scattered over the whole matrix, each update was a cache miss: 3 times as long)."""
     n_t = len(start) - 1
     n_b = (n_agents + block - 1) // block
-    cut = np.empty((n_t, n_b + 1), dtype=np.int64)  # test case t's rows of block b: cut[t, b]:cut[t, b + 1]
+    # test case t's rows of block b: start[t] + cut[t, b] to start[t] + cut[t, b + 1] (4 bytes an entry: at most
+    # 17 a test case of the ≤ 4,096 agents this matrix is built for)
+    cut = np.empty((n_t, n_b + 1), dtype=np.int32)
     for t in range(n_t):
         i = start[t]
         for b in range(n_b + 1):
             while i < start[t + 1] and agent[i] < b * block:
                 i += 1
-            cut[t, b] = i
+            cut[t, b] = i - start[t]
     out = np.zeros((n_agents, n_agents))
     two = factor.shape[1] == 2
     for bi in range(n_b):
         for bj in range(bi + 1):
             for t in range(n_t):
-                for i in range(cut[t, bi], cut[t, bi + 1]):
+                first = start[t]
+                for i in range(first + cut[t, bi], first + cut[t, bi + 1]):
                     row = out[agent[i]]
                     f0 = factor[i, 0]
                     f1 = factor[i, 1] if two else 0.0
-                    for j in range(cut[t, bj], min(cut[t, bj + 1], i + 1)):
+                    for j in range(first + cut[t, bj], min(first + cut[t, bj + 1], i + 1)):
                         if two:
                             row[agent[j]] += f0 * factor[j, 0] + f1 * factor[j, 1]
                         else:
