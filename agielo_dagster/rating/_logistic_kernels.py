@@ -26,14 +26,6 @@ def _log_lik(eta, s):
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def _p(eta):
-    if eta >= 0.0:
-        return 1.0 / (1.0 + math.exp(-eta))
-    e = math.exp(eta)
-    return e / (1.0 + e)
-
-
-@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _node_log_lik(lo, hi, agent, score, theta, beta, alpha, inv, at_node, k):
     """Σ of rows lo:hi's quasi-log-likelihood at a node (β, α), each row's p stored in ``at_node[row, k]``."""
     v = 0.0
