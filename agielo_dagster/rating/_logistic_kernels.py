@@ -297,7 +297,7 @@ def gram(start, agent, factor, n_agents, block):
     """The lower triangle of F Fᵀ (n_agents², zero above the diagonal), summed test case by test case over each
     pair of matches: Σ_t (rows of t)² products, not n_agents² · n_t as a dense product takes on a sparse design.
     The agents are taken ``block`` at a time on each side, so that the entries being summed stay in the cache
-    (scattered over the whole matrix, each update was a cache miss: 3 times as long)."""
+    (scattered over the whole matrix, each update was a cache miss: 2.4 times as long)."""
     n_t = len(start) - 1
     n_b = (n_agents + block - 1) // block
     # test case t's rows of block b: start[t] + cut[t, b] to start[t] + cut[t, b + 1] (4 bytes an entry: at most
