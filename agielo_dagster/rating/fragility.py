@@ -144,21 +144,24 @@ def fragility_of_first(
             raise ValueError(f"{name} must be an integer >= 0, got {value!r}")
     m = encode_matches(matches)
     ids = m.agent_ids
-    known = set(ids.tolist())
+    code = {a: i for i, a in enumerate(ids.tolist())}  # by hash: a tall benchmark's tier can be every agent
     for name, given in (("tier", tier), ("candidates", candidates)):
-        unknown = sorted(set(map(str, given or ())) - known)
+        unknown = sorted(set(map(str, given or ())) - code.keys())
         if unknown:
             raise MatchTableError(
                 f"{name} names agent {unknown[0]!r}, which has no match (rule: agent_known)", rule="agent_known"
             )
-    allowed = np.ones(m.n_agents, dtype=bool) if candidates is None else np.isin(ids, np.asarray(list(candidates), dtype=object))
+    allowed = np.ones(m.n_agents, dtype=bool)
+    if candidates is not None:
+        allowed[:] = False
+        allowed[[code[str(a)] for a in candidates]] = True
     if allowed.sum() < 2:
         raise MatchTableError("fragility of first needs at least 2 candidate agents (rule: two_agents)", rule="two_agents")
     limit = m.n_test_cases // 2 if max_removals is None else int(max_removals)
     search = _Search(m, allowed, RatingSettings.of(settings or {}))
     a_mu, t_mu = search.ratings(np.ones(m.n_test_cases, dtype=bool))
     leader = search.first(a_mu)
-    challengers = [int(np.flatnonzero(ids == a)[0]) for a in (tier or ()) if a != ids[leader]]
+    challengers = [code[str(a)] for a in (tier or ()) if code[str(a)] != leader]
     if not challengers:
         order = np.argsort(-np.where(allowed, a_mu, -np.inf), kind="stable")
         challengers = [int(order[1])]
