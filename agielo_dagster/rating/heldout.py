@@ -27,8 +27,9 @@ Methods, all fitted on the same training folds:
 - ``agent_mean``: the agent's mean training score; ``test_case_mean``: the mean training
   score agents reached on the test case.
 
-A player with no training match is predicted from where the fit leaves it (a logistic model's
-test case at its prior mean, 1500), a zero effect, or the mean training score.
+A player with no training match is predicted from where a fit from nothing leaves it (a logistic model's
+agent and test case at 1500, even where the fold's fit starts from another fold's), a zero effect, or the
+mean training score.
 
 The **default prediction** (:func:`default_method`) is what the check is about: ``agielo_population`` on
 binary scores (the model's posterior predictive), ``agielo_calibrated``

@@ -54,7 +54,7 @@ def fitted_logistic(m: Matches, settings: RatingSettings, start: LogisticFit | N
     data = by_test_case(m)
     model = LOGISTIC_MODELS[settings.model]
     same = start is not None and start.model == model.name and len(start.theta) == m.n_agents
-    warm = _warm(start) if same and len(start.mode) == m.n_test_cases else {}
+    warm = _warm(start, m, model) if same and len(start.mode) == m.n_test_cases else {}
     limit = {} if passes is None else {"max_iterations": passes}
     fit = fit_logistic(data, a_comp, binary=_is_binary(m.score), model=model, **warm, **limit)
     with np.errstate(divide="ignore"):
@@ -63,8 +63,13 @@ def fitted_logistic(m: Matches, settings: RatingSettings, start: LogisticFit | N
     return Fitted(agent_mu, agent_sigma, CENTRE + LOGIT * fit.beta_mean, LOGIT * np.sqrt(fit.beta_var), fit)
 
 
-def _warm(fit: LogisticFit) -> dict:
-    return dict(theta=fit.theta, variances=fit.variances, phi=fit.phi, mode=fit.mode)
+def _warm(fit: LogisticFit, m: Matches, model: LogisticModel) -> dict:
+    """Where a fit of ``m`` starts from ``fit``: a player without a match in ``m`` where a cold fit leaves it (a
+    held-out fold's agent must not keep a rating fitted on its held-out matches)."""
+    played = np.bincount(m.agent, minlength=m.n_agents) > 0
+    tested = np.bincount(m.test_case, minlength=m.n_test_cases) > 0
+    mode = np.where(tested[:, None], fit.mode, np.asarray(model.mode))
+    return dict(theta=np.where(played, fit.theta, 0.0), variances=fit.variances, phi=fit.phi, mode=mode)
 
 
 def gap_steps(m: Matches, fit: LogisticFit, leader: int, challengers: list[int]) -> list[np.ndarray]:

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agielo_dagster.rating import heldout_check, identity, minmax, update_match
+from agielo_dagster.rating import expected_score, heldout_check, identity, minmax, update_match
 from agielo_dagster.rating.heldout import HELDOUT_COLUMNS, additive_fit, heldout_folds
 from benchmarks.graded import DIABETES_HI, absolute_error_benchmark
 
@@ -194,3 +194,28 @@ def test_short_tests_predict_as_well_as_marginal_maximum_likelihood():
     assert out[("agielo_population", "log_loss")] <= out[("test_case_mean", "log_loss")]
     assert out[("agielo_population", "log_loss")] <= 1.02 * 0.4925  # Rasch MML's, benchmarks/heldout_short.py
     assert out[("agielo", "log_loss")] > out[("test_case_mean", "log_loss")]
+
+
+def test_a_fold_fit_uses_nothing_of_the_held_out_matches():
+    """An agent whose every match is in one fold is predicted there as a cold fit of the other folds leaves it (the
+    rating it starts from), not from a warm start that saw those matches (issue 44: folds start from each other)."""
+    from agielo_dagster.rating import RatingSettings, simulate_matches
+    from agielo_dagster.rating.frames import encode_matches
+    from agielo_dagster.rating.heldout import heldout_predictions
+    from agielo_dagster.rating.ratings import fitted_ratings
+
+    rng = np.random.default_rng(3)
+    m = encode_matches(simulate_matches(rng.normal(1500, 400, 30), rng.normal(1500, 400, 8), seed=3))
+    fold = heldout_folds(len(m), 3, seed=0)
+    fold[m.agent == 0] = 2  # agent 0's every match falls in the last fold, whose fit starts from the folds before
+    settings = RatingSettings()
+    got = heldout_predictions(m, fold, settings)
+    test = fold == 2
+    cold = fitted_ratings(m.subset(~test), settings)
+    rows = test & (m.agent == 0)
+    np.testing.assert_allclose(
+        got["agielo"][rows], expected_score(cold.agent_mu[0], cold.test_case_mu[m.test_case[rows]]), atol=1e-6
+    )
+    np.testing.assert_allclose(
+        got["agielo"][test], expected_score(cold.agent_mu[m.agent[test]], cold.test_case_mu[m.test_case[test]]), atol=1e-6
+    )
