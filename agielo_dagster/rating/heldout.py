@@ -100,20 +100,22 @@ def population_predictions(fitted, train: Matches, agent: np.ndarray, test_case:
         p = np.clip(expected_score(theta, mu_t[train.test_case], sigma=sd_t[train.test_case]), 1e-12, 1.0 - 1e-12)
         log_lik[:, k] = np.bincount(train.agent, train.score * np.log(p) + (1.0 - train.score) * np.log(1.0 - p), train.n_agents)
     log_lik -= log_lik.max(axis=1, keepdims=True)
-    lik = np.exp(log_lik)
+    # agents of the same results share a likelihood: EM runs over the distinct ones, each weighed by its agents
+    lik, of_agent, agents = np.unique(np.exp(log_lik), axis=0, return_inverse=True, return_counts=True)
+    of_agent, share = of_agent.ravel(), agents / train.n_agents
     mean, var = float(known.mean()) if len(known) else 1500.0, max(float(known.var()), 100.0**2)
     for _ in range(200):
         prior = np.exp(-0.5 * (grid - mean) ** 2 / var)
         post = lik * prior
         post /= post.sum(axis=1, keepdims=True)
-        mean_next = float((post @ grid).mean())
-        var_next = max(float((post @ (grid - mean_next) ** 2).mean()), 1.0)
+        mean_next = float(share @ (post @ grid))
+        var_next = max(float(share @ (post @ (grid - mean_next) ** 2)), 1.0)
         done = abs(mean_next - mean) < 1e-6 and abs(var_next - var) < 1e-6 * var
         mean, var = mean_next, var_next
         if done:
             break
     p_grid = expected_score(grid[None, :], mu_t[test_case][:, None], sigma=sd_t[test_case][:, None])
-    return np.sum(post[agent] * p_grid, axis=1)
+    return np.sum(post[of_agent[agent]] * p_grid, axis=1)
 
 
 def additive_fit(
