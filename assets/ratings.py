@@ -98,7 +98,7 @@ def ratings(context: dg.AssetExecutionContext, storage: ObjectStorage):
     hardest = hardest.take(pc.select_k_unstable(key, 10, [("mu", "descending")])).to_pandas().dropna(subset=["mu"])
     # fragility of #1 (issue 22), re-rated as the ratings were: in the metadata, and in the table's own parquet
     # metadata, which the report and the explorer read
-    fragility = fragility_metadata(context, store, path, agents, result.n_matches, result.settings, kept)
+    fragility = fragility_metadata(context, store, path, agents, result, kept)
     recorded = {**(agent_table.schema.metadata or {}), FRAGILITY_KEY.encode(): json.dumps(fragility, sort_keys=True).encode()}
     if moves is not None:  # what the exclusion changed, for the report
         recorded[EXCLUSION_KEY.encode()] = json.dumps(moves, sort_keys=True, default=float).encode()
@@ -218,24 +218,24 @@ FRAGILITY_MAX_MATCHES = 200_000
 simulated matches: 11 re-ratings, about 8 times one `rate` call), which would dominate a leaderboard's re-rating."""
 
 
-def fragility_metadata(context, store, path: str, agents: pd.DataFrame, n_matches: int, settings: dict, matches=None) -> dict:
+def fragility_metadata(context, store, path: str, agents: pd.DataFrame, result, matches=None) -> dict:
     """``fragility_of_first`` and its companions for ``agent_ratings``: the fewest test cases whose removal
     changes who is first, among the jointly rated agents of the main component, against the top tier
-    (``rank == 1``: the agents whose intervals overlap the leader's)."""
+    (``rank == 1``: the agents whose intervals overlap the leader's), from ``result``'s fit."""
     from agielo_dagster.rating.fragility import fragility_of_first
 
     joint = agents[agents["status"] == "rated"]  # the main component's jointly rated agents
     if len(joint) < 2:
         return {"fragility_method": "not computed: fewer than 2 jointly rated agents"}
-    if n_matches > FRAGILITY_MAX_MATCHES:
-        return {"fragility_method": f"not computed: {n_matches:,} matches (limit {FRAGILITY_MAX_MATCHES:,})"}
+    if result.n_matches > FRAGILITY_MAX_MATCHES:
+        return {"fragility_method": f"not computed: {result.n_matches:,} matches (limit {FRAGILITY_MAX_MATCHES:,})"}
     if matches is None:  # the rated matches: the match table's, less any test case benchmark.yaml excludes
         with retried_on_storage_errors(context):
             matches = store.read_table(path, columns=list(MATCH_COLUMNS))
     ids = joint["agent_id"].astype(str)
     tier = ids[joint["rank"] == 1].tolist()
     try:
-        found = fragility_of_first(matches, tier=tier, candidates=ids.tolist(), settings=settings)
+        found = fragility_of_first(matches, tier=tier, candidates=ids.tolist(), settings=result.settings, result=result)
     except ValueError as exc:  # a figure beside the ratings never fails their run
         context.log.warning(f"fragility of first not computed: {exc}")
         return {"fragility_method": f"not computed: {exc}"}

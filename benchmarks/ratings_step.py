@@ -67,7 +67,7 @@ def pieces(matches: pd.DataFrame, partial: pd.DataFrame) -> dict:
         "heldout": lambda: heldout_check(matches, folds=5),
     }
     if len(matches) <= FRAGILITY_MAX_MATCHES:
-        out["fragility"] = lambda: fragility_of_first(matches, tier=tier, candidates=rated)
+        out["fragility"] = lambda: fragility_of_first(matches, tier=tier, candidates=rated, result=result)
     if len(matches) <= TWIN_MAX_MATCHES:
         out["twins"] = lambda: calibration_twins(matches, result, twins=TWINS, seed=0)
     return out

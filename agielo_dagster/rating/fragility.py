@@ -42,7 +42,7 @@ import numpy as np
 from .frames import Matches, MatchTableError, Plain, Table, encode_matches
 from .logistic_rate import gap_steps
 from .ratings import fitted_ratings
-from .result import Fitted
+from .result import Fitted, RatingResult
 from .settings import RatingSettings, Setting
 
 __all__ = ["Fragility", "fragility_of_first"]
@@ -114,6 +114,7 @@ def fragility_of_first(
     max_subsets: int = 2000,
     max_exact_matches: int = 10_000_000,
     max_removals: int | None = None,
+    result: RatingResult | None = None,
 ) -> Fragility:
     """The fewest test cases whose removal changes which agent is rated first.
 
@@ -134,6 +135,9 @@ def fragility_of_first(
         ``max_exact_matches`` matches re-rated in all; else the verified approximation is the answer.
     max_removals : int, optional
         Search no further than this many test cases (default: half of them).
+    result : RatingResult, optional
+        What :func:`~agielo_dagster.rating.rate` returned for these matches with these ``settings``: its fit is
+        the whole benchmark's (a logistic model's), instead of a fit of its own.
 
     Returns
     -------
@@ -158,7 +162,11 @@ def fragility_of_first(
     if allowed.sum() < 2:
         raise MatchTableError("fragility of first needs at least 2 candidate agents (rule: two_agents)", rule="two_agents")
     limit = m.n_test_cases // 2 if max_removals is None else int(max_removals)
-    search = _Search(m, allowed, RatingSettings.of(settings or {}))
+    settings = RatingSettings.of(settings or {})
+    fitted = None if result is None else result.fitted
+    ours = fitted is not None and fitted.state is not None and fitted.state.model == settings.model
+    whole = fitted if ours and result.n_matches == len(m) else None
+    search = _Search(m, allowed, settings, whole)
     a_mu, t_mu = search.ratings(np.ones(m.n_test_cases, dtype=bool))
     leader = search.first(a_mu)
     challengers = [code[str(a)] for a in (tier or ()) if code[str(a)] != leader]
@@ -197,17 +205,20 @@ def fragility_of_first(
 class _Search:
     """Re-rates the benchmark without some test cases and says who is first; counts its calls."""
 
-    def __init__(self, m: Matches, allowed: np.ndarray, settings: RatingSettings):
+    def __init__(self, m: Matches, allowed: np.ndarray, settings: RatingSettings, whole: Fitted | None = None):
         self.m, self.allowed, self.settings = m, allowed, settings
         self.calls = 0
-        self.whole: Fitted | None = None  # the whole benchmark's fit, where every re-rating starts
+        self.whole = whole  # the whole benchmark's fit, where every re-rating starts
 
     def ratings(self, keep_test_cases: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        self.calls += 1
         sub = self.m.subset(keep_test_cases[self.m.test_case])
-        fitted = fitted_ratings(sub, self.settings, self.whole)
-        if self.whole is None:
-            self.whole = fitted
+        if self.whole is not None and keep_test_cases.all():
+            fitted = self.whole
+        else:
+            self.calls += 1
+            fitted = fitted_ratings(sub, self.settings, self.whole)
+            if self.whole is None:
+                self.whole = fitted
         played = np.bincount(sub.agent, minlength=self.m.n_agents) > 0
         return np.where(played, fitted.agent_mu, -np.inf), fitted.test_case_mu
 
@@ -226,33 +237,33 @@ def _ranked_removals(
     search: _Search, m: Matches, a_mu, t_mu, leader: int, challengers: list[int]
 ) -> list[tuple[int, np.ndarray]]:
     """Per challenger, the test cases in order of the one-step change of μ_leader − μ_challenger their removal makes
-    (a logistic model's: of its fit; Glicko's: of each agent's score equation against the test cases)."""
+    (a logistic model's: of its fit; Glicko's: of each agent's score equation against the test cases), and how many
+    the step predicts to close the gap: the ``MAX_CHALLENGERS`` predicted shortest, shortest first."""
     state = search.whole.state if search.whole is not None and len(m) == len(search.m) else None
     if state is None and search.settings.model != "glicko":
         state = fitted_ratings(m, search.settings, search.whole).state
     e = 1.0 / (1.0 + 10.0 ** ((t_mu[m.test_case] - a_mu[m.agent]) / 400.0))
     residual = m.score - e
     information = np.bincount(m.agent, Q * e * (1.0 - e), m.n_agents)
-    steps = gap_steps(m, state, leader, challengers) if state is not None else [None] * len(challengers)
-    out = []
-    for c, delta in zip(challengers, steps, strict=True):
-        if delta is None:
-            delta = np.zeros(m.n_test_cases)  # change of μ_L − μ_C when the test case goes
-            for agent, sign in ((leader, -1.0), (c, 1.0)):
-                rows = m.agent == agent
-                delta[m.test_case[rows]] += sign * residual[rows] / max(information[agent], 1e-12)
-        gap = a_mu[leader] - a_mu[c]
-        order = np.argsort(delta, kind="stable")
-        closes = np.flatnonzero(gap + np.cumsum(delta[order]) < 0)
-        predicted = int(closes[0]) + 1 if len(closes) else len(order)
-        out.append((predicted, order[delta[order] < 0] if (delta < 0).any() else order))
-    return out
+    if state is not None:
+        delta = np.array(gap_steps(m, state, leader, challengers)).reshape(len(challengers), m.n_test_cases)
+    else:  # change of μ_L − μ_C when the test case goes: each one's own score equation
+        own = np.zeros((m.n_agents, m.n_test_cases))
+        own[m.agent, m.test_case] = residual / np.maximum(information[m.agent], 1e-12)
+        delta = own[challengers] - own[leader]
+    gap = a_mu[leader] - a_mu[np.asarray(challengers)]
+    order = np.argsort(delta, axis=1, kind="stable")
+    ranked = np.take_along_axis(delta, order, axis=1)
+    closes = gap[:, None] + np.cumsum(ranked, axis=1) < 0
+    predicted = np.where(closes.any(axis=1), closes.argmax(axis=1) + 1, m.n_test_cases)
+    first = np.argsort(predicted, kind="stable")[:MAX_CHALLENGERS]  # those verified (a tall tier can be every agent)
+    return [(int(predicted[c]), order[c][ranked[c] < 0] if (ranked[c] < 0).any() else order[c]) for c in first]
 
 
 def _verified_prefix(search: _Search, ranked, leader: int, limit: int):
     """The shortest verified prefix over the challengers: (k, removed, new leader) or None."""
     best = None
-    for predicted, order in sorted(ranked, key=lambda r: r[0])[:MAX_CHALLENGERS]:
+    for predicted, order in ranked:  # the challengers predicted shortest first
         cap = min(limit, len(order), best[0] - 1 if best else limit)
         if cap < 1 or (best is not None and predicted > cap):  # predicted to need more than the answer in hand
             continue

@@ -100,3 +100,31 @@ def test_bad_arguments_are_named():
         fragility_of_first(matches, candidates=["agent_0"])
     with pytest.raises(ValueError, match="max_subsets"):
         fragility_of_first(matches, max_subsets=-1)
+
+
+@pytest.mark.parametrize("model", ["rasch", "glicko"])
+def test_a_tall_tier_and_the_rated_result_give_the_same_answer(model):
+    """Every agent a challenger (a tall benchmark's tier), and the search started from ``rate``'s own fit: the answer
+    is the one found from a fit of its own, verified by re-rating, at one re-rating fewer for a logistic model."""
+    rng = np.random.default_rng(5)
+    matches = simulate_matches(rng.normal(1500.0, 300.0, 6), rng.normal(1500.0, 300.0, 300), seed=5)
+    result = rate(matches, model=model, orders=2, with_reliability=False)
+    settings = result.settings
+    every = sorted(matches["agent_id"].unique())
+    alone = fragility_of_first(matches, tier=every, settings=settings, max_subsets=0)
+    started = fragility_of_first(matches, tier=every, settings=settings, max_subsets=0, result=result)
+    assert (started.leader, started.removals, started.removed, started.new_leader) == (
+        alone.leader,
+        alone.removals,
+        alone.removed,
+        alone.new_leader,
+    )
+    assert started.re_ratings == alone.re_ratings - (model != "glicko")
+    if started.removals is not None:
+        assert _first_without_as(matches, started.removed, settings) == started.new_leader
+
+
+def _first_without_as(matches: pd.DataFrame, removed, settings) -> str:
+    kept = matches[~matches["test_case_id"].isin(set(removed))]
+    agents = rate(kept, **{**settings, "with_reliability": False}).agents
+    return agents.sort_values(["mu", "agent_id"], ascending=[False, True])["agent_id"].iloc[0]
