@@ -543,6 +543,9 @@ def solve_hessian(fit: LogisticFit, data: ByTestCase, rhs: np.ndarray) -> np.nda
     return _pcg(matvec, np.maximum(precond, 1e-12), rhs)
 
 
+_GAUSS_HERMITE = np.polynomial.hermite.hermgauss(NODES)  # place_one's nodes and weights, once (not per agent)
+
+
 def place_one(
     score: np.ndarray, mu: np.ndarray, sigma: np.ndarray, *, binary: bool, design: np.ndarray | None = None
 ) -> tuple[float, float]:
@@ -555,8 +558,7 @@ def place_one(
     even where the model does not fit). se is the larger of the model's and the sandwich of the terms (the
     results' own spread: a graded score's, or a misfit's).
     """
-    nodes, weights = np.polynomial.hermite.hermgauss(NODES)
-    weights = weights / math.sqrt(math.pi)
+    nodes, weights = _GAUSS_HERMITE[0], _GAUSS_HERMITE[1] / math.sqrt(math.pi)
     d = np.ones(len(score)) if design is None else np.asarray(design, dtype=np.float64)
     at = (np.asarray(mu, dtype=np.float64) - CENTRE)[:, None] / LOGIT + math.sqrt(2.0) * (np.asarray(sigma) / LOGIT)[
         :, None

@@ -179,8 +179,13 @@ def _same_for_same_results(m: Matches, values: np.ndarray) -> np.ndarray:
     np.add.at(keys[:, 0], m.agent, pair)
     np.add.at(keys[:, 1], m.agent, _mix(pair))
     np.add.at(keys[:, 2], m.agent, np.uint64(1))
-    _, first, group = np.unique(keys, axis=0, return_index=True, return_inverse=True)
-    return values[first[group.ravel()]]
+    order = np.lexsort(keys.T[::-1])  # stable: each group's first agent comes first in it
+    ranked = keys[order]
+    starts = np.ones(m.n_agents, dtype=bool)
+    starts[1:] = np.any(ranked[1:] != ranked[:-1], axis=1)
+    out = np.empty_like(values)
+    out[order] = values[order[np.flatnonzero(starts)][np.cumsum(starts) - 1]]
+    return out
 
 
 def _mix(x: np.ndarray) -> np.ndarray:
