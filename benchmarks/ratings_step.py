@@ -13,10 +13,10 @@ fragility up to ``FRAGILITY_MAX_MATCHES`` matches, twins up to ``TWIN_MAX_MATCHE
 - ``step``: rate + fragility + twins + provisional; ``step/fit`` is the target's ratio (with the held-out folds:
   ``+heldout/fit``).
 
-Each piece runs once in a process of its own, forked once the matches are drawn (``model_cost.measure``); compare
-ratios within a run (these machines are shared).
+Each piece runs in a process of its own, forked once the matches are drawn (``model_cost.measure``), the best of
+``--repeats`` runs; compare ratios within a run (these machines are shared).
 
-    python benchmarks/ratings_step.py [--shapes 400x400 632x24 10000x5 20x5000] [--timeout 300]
+    python benchmarks/ratings_step.py [--shapes 400x400 632x24 10000x5 20x5000] [--repeats 1] [--timeout 300]
 """
 
 from __future__ import annotations
@@ -76,19 +76,20 @@ def pieces(matches: pd.DataFrame, partial: pd.DataFrame) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shapes", nargs="+", default=None, help="only these, e.g. 632x24 10000x5")
+    parser.add_argument("--repeats", type=int, default=1, help="best CPU s of this many runs of each piece")
     parser.add_argument("--timeout", type=float, default=300.0)
     args = parser.parse_args()
     shapes = [s for s in SHAPES if not args.shapes or s.name in args.shapes]
     small, small_partial = table(Shape(30, 60))
     for fn in pieces(small, small_partial).values():  # compile (or load the cached code) first
         fn()
-    print(f"binary matches; CPU s of one run each; {len(os.sched_getaffinity(0))} cores")
+    print(f"binary matches; CPU s, best of {args.repeats} run(s) each; {len(os.sched_getaffinity(0))} cores")
     print(f"{'shape':10} {'matches':>9} " + " ".join(f"{p:>11}" for p in PIECES) + f" {'step/fit':>8} {'+heldout/fit':>12}")
     for shape in shapes:
         matches, partial = table(shape)
         cpu = {}
         for name, fn in pieces(matches, partial).items():
-            run = measure(fn, 1, args.timeout)
+            run = measure(fn, args.repeats, args.timeout)
             cpu[name] = run[0] if run else np.inf
         step = sum(cpu.get(p, 0.0) for p in ("rate", "fragility", "twins", "provisional"))
         cells = " ".join(f"{cpu[p]:11.2f}" if p in cpu else f"{'skipped':>11}" for p in PIECES)
