@@ -54,6 +54,8 @@ TIE = 1e-6
 """Elo: ratings closer than this are tied (a re-rating started from another fit leaves two mathematically equal ratings
 about 1e-10 Elo apart)."""
 MAX_CHALLENGERS = 20
+RECENT = 3
+"""Re-ratings kept to start the next from the nearest (each holds a logistic fit's per-match arrays)."""
 """Challengers whose predicted prefixes are verified by re-rating, those predicted shortest first (a tall benchmark's
 tier can be every agent; the answer stays a verified upper bound)."""
 
@@ -208,7 +210,8 @@ class _Search:
     def __init__(self, m: Matches, allowed: np.ndarray, settings: RatingSettings, whole: Fitted | None = None):
         self.m, self.allowed, self.settings = m, allowed, settings
         self.calls = 0
-        self.whole = whole  # the whole benchmark's fit, where every re-rating starts
+        self.whole = whole  # the whole benchmark's fit
+        self.recent: list[tuple[np.ndarray, Fitted]] = []  # the last re-ratings: (test cases kept, fit)
 
     def ratings(self, keep_test_cases: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         sub = self.m.subset(keep_test_cases[self.m.test_case])
@@ -216,9 +219,14 @@ class _Search:
             fitted = self.whole
         else:
             self.calls += 1
-            fitted = fitted_ratings(sub, self.settings, self.whole)
+            # from the fit of the nearest set of test cases (a prefix's bisection: a few apart), the whole's included
+            every = np.ones_like(keep_test_cases)
+            near = min([(every, self.whole), *self.recent], key=lambda r: np.count_nonzero(r[0] != keep_test_cases))
+            fitted = fitted_ratings(sub, self.settings, near[1])
             if self.whole is None:
                 self.whole = fitted
+            elif self.settings.model != "glicko":
+                self.recent = [*self.recent[-(RECENT - 1) :], (keep_test_cases.copy(), fitted)]
         played = np.bincount(sub.agent, minlength=self.m.n_agents) > 0
         return np.where(played, fitted.agent_mu, -np.inf), fitted.test_case_mu
 
