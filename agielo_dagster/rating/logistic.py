@@ -322,6 +322,7 @@ def fit_logistic(
     phi: float | None = None,
     mode: np.ndarray | None = None,
     quadrature: bool = True,
+    fit_spread: bool = True,
     tolerance: float = TOLERANCE,
     max_iterations: int = MAX_ITERATIONS,
 ) -> LogisticFit:
@@ -329,7 +330,8 @@ def fit_logistic(
 
     ``theta``, ``variances``, ``phi`` and ``mode`` (a previous fit's) start it: a warm start converges in a few passes.
     ``quadrature=False`` stays with the coarse rule (for the rasch Laplace's approximation, a normal posterior at
-    each test case's mode: a third of the cost, for the snapshots); ``tolerance`` (logits) is the longest step at convergence,
+    each test case's mode: a third of the cost, for the snapshots); ``fit_spread=False`` keeps the prior variances
+    ``variances`` (a snapshot's: the spread its benchmark's matches give); ``tolerance`` (logits) is the longest step at convergence,
     ``max_iterations`` the most passes.
     An agent without a match (a snapshot's) keeps its ``theta``.
     """
@@ -365,7 +367,7 @@ def fit_logistic(
         jeffreys, curvature, bent = _jeffreys(post, info, played, component, n_components, theta, h_of)
         grad = np.where(played, post.score + jeffreys, 0.0)
         lam = 1.0 / variances
-        grad_v = 0.5 * (lam * post.second - n_t) - a0 + b0 * lam
+        grad_v = 0.5 * (lam * post.second - n_t) - a0 + b0 * lam if fit_spread else np.zeros(len(variances))
         if last is not None and (extend := _secant_extension(last, grad, grad_v)):
             # the last step went the right way but fell far short: the curvature used (Jeffreys' clipped at 0)
             # overstates the true one along it (an extreme agent, a wide prior); go on along it to the secant's minimum
@@ -380,13 +382,14 @@ def fit_logistic(
             out += curvature(x)
 
         # Newton on (θ, log variances): the variances' rows and columns bordered onto the θ system
-        step = _pcg(matvec, precond, grad)
-        fisher_v = 0.5 * lam * post.second + b0 * lam
-        curv_v = np.diag(fisher_v) - 0.25 * np.outer(lam, lam) * post.second_cov
-        cross = 0.5 * lam[:, None] * post.cross
-        border = np.array([_pcg(matvec, precond, c) for c in cross])
-        step_v = _newton_step(curv_v - cross @ border.T, grad_v + cross @ step, fisher_v)
-        step += step_v @ border
+        step, step_v = _pcg(matvec, precond, grad), np.zeros(len(variances))
+        if fit_spread:
+            fisher_v = 0.5 * lam * post.second + b0 * lam
+            curv_v = np.diag(fisher_v) - 0.25 * np.outer(lam, lam) * post.second_cov
+            cross = 0.5 * lam[:, None] * post.cross
+            border = np.array([_pcg(matvec, precond, c) for c in cross])
+            step_v = _newton_step(curv_v - cross @ border.T, grad_v + cross @ step, fisher_v)
+            step += step_v @ border
         agent_var = 1.0 / info  # the next pass's leverages
         longest = max(np.abs(step).max(initial=0.0), np.abs(step_v).max())
         if longest > MAX_STEP:
