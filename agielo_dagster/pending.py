@@ -123,7 +123,7 @@ def leaderboard_selection(instance: dg.DagsterInstance, graph: Graph, store: Sto
     """What of the leaderboard across benchmarks needs a run: all of it when it was never made while some benchmark is
     rated, when its code changed or its data version (the digest of the benchmarks' inputs) is not today's; its pages
     alone when only theirs changed; nothing when it is current."""
-    from .assets.leaderboard import NO_BENCHMARKS, pool_digest
+    from .assets.leaderboard import NO_BENCHMARKS, pool_digest, stored_ratings
 
     records = Records(instance)
 
@@ -132,7 +132,7 @@ def leaderboard_selection(instance: dg.DagsterInstance, graph: Graph, store: Sto
         declared = graph.code_versions.get(key)
         return record is None or bool(declared and record.asset_materialization.tags.get(CODE_VERSION) != declared)
 
-    digest = pool_digest(store)
+    digest = pool_digest(stored_ratings(store, instance.get_dynamic_partitions(benchmark_partitions.name)))
     record = records.latest(LEADERBOARD, None, source=False)
     if record is None and digest == NO_BENCHMARKS:
         return []

@@ -11,16 +11,15 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 from agielo_dagster.resources.storage import ObjectStorage
-from agielo_dagster.resources.warehouse import free_previous_steps, read_stored
+from agielo_dagster.resources.warehouse import Stored
 
 from agielo_dagster.domain.copies import AcceptedCopies
-from agielo_dagster.domain.layout import warehouse_path
 from agielo_dagster.domain.ledger import first_accepted, read_summary, read_tag_file
 from agielo_dagster.domain.lineage import RATING_VERSION
 from agielo_dagster.domain.meaning import level_words
 from agielo_dagster.rating.schema import MATCH_COLUMNS
 
-from .common import benchmark_output, frame_table, retried_on_storage_errors, stored_digest
+from .common import benchmark_output, frame_table, retried_on_storage_errors
 from .partitions import benchmark_partitions
 
 ABILITIES_TAG = "abilities"
@@ -89,35 +88,34 @@ def tag_coverage(tags: pa.Table, test_case_ratings: pa.Table | None, source: str
         ),
     },
     partitions_def=benchmark_partitions,
-    # read in the step, and only for a benchmark with tags: most have none, and a wide benchmark's two tables are
-    # 10M rows each (about 9 s to load at 1 x 10M, issue 25)
-    deps=[dg.AssetDep("match_tables"), dg.AssetDep("test_case_ratings")],
+    ins={"match_tables": dg.AssetIn(), "test_case_ratings": dg.AssetIn()},
 )
-def capabilities(context: dg.AssetExecutionContext, storage: ObjectStorage):
+def capabilities(context: dg.AssetExecutionContext, storage: ObjectStorage, match_tables: Stored, test_case_ratings: Stored):
     from agielo_dagster.domain.tags import abilities_of
     from agielo_dagster.rating import ability_masses, slice_ratings
 
-    free_previous_steps()
     benchmark = context.partition_key
     store = storage.store
     with retried_on_storage_errors(context):
-        if not store.exists(warehouse_path("test_case_ratings", benchmark)):  # withdrawn: no accepted upload left
+        if not test_case_ratings.exists:  # withdrawn: no accepted upload left
             for name in ("test_case_tags", "slice_ratings", "ability_masses"):
                 yield dg.Output(None, name, metadata={"withdrawn": True})
             return
         tags = benchmark_tags(storage, benchmark)
         summary = read_summary(store, benchmark)
-        digest = stored_digest(store, warehouse_path("test_case_ratings", benchmark))
+        digest = test_case_ratings.digest
     tag_file = summary.tag_file if summary else None
     common = {"inputs_digest": digest, "code_version": RATING_VERSION}
     if tags is None:
         tags = pa.table({"test_case_id": pa.array([], pa.string())})
     tagged = tags.num_columns > 1 and tags.num_rows > 0
-    test_case_ratings = None
+    # read only for a benchmark with tags: most have none, and a wide benchmark's two tables are 10M rows each (about
+    # 9 s to load at 1 x 10M, issue 25)
+    test_cases = None
     if tagged:
         with retried_on_storage_errors(context):
-            test_case_ratings = read_stored(store, warehouse_path("test_case_ratings", benchmark))
-    coverage = tag_coverage(tags, test_case_ratings, tag_file["path"] if tag_file else "the uploads' tag metadata")
+            test_cases = test_case_ratings.read()
+    coverage = tag_coverage(tags, test_cases, tag_file["path"] if tag_file else "the uploads' tag metadata")
     if coverage.get("tag_warning"):
         context.log.warning(coverage["tag_warning"])
     yield dg.Output(tags, "test_case_tags", metadata=common | {"tags": ", ".join(tags.column_names[1:]) or "none"} | coverage)
@@ -125,9 +123,9 @@ def capabilities(context: dg.AssetExecutionContext, storage: ObjectStorage):
     slices = pd.DataFrame(columns=SLICE_COLUMNS)
     if tagged:
         with retried_on_storage_errors(context):
-            match_tables = read_stored(store, warehouse_path("match_tables", benchmark), list(MATCH_COLUMNS))
-        slices = slice_ratings(match_tables, test_case_ratings, tags)
-        del match_tables
+            matches = match_tables.read(list(MATCH_COLUMNS))
+        slices = slice_ratings(matches, test_cases, tags)
+        del matches
         slices = slices.to_pandas() if isinstance(slices, pa.Table) else slices
     strongest = slices.reindex(slices["delta"].abs().sort_values(ascending=False).index) if len(slices) else slices
     yield dg.Output(
@@ -143,7 +141,7 @@ def capabilities(context: dg.AssetExecutionContext, storage: ObjectStorage):
     masses = pd.DataFrame({"ability": pd.Series(dtype=str), "mass": pd.Series(dtype=float), "items": pd.Series(dtype=int)})
     fit_metadata: dict = {"fitted": False}
     if ABILITIES_TAG in tags.column_names and tags.num_rows:
-        difficulties = test_case_ratings.select(["test_case_id", "mu"]).to_pandas()
+        difficulties = test_cases.select(["test_case_id", "mu"]).to_pandas()
         difficulties = difficulties.rename(columns={"test_case_id": "item_id", "mu": "difficulty"})
         long = abilities_of(tags, ABILITIES_TAG)
         if len(long):

@@ -10,7 +10,6 @@ from contextlib import contextmanager
 import dagster as dg
 import pandas as pd
 
-from agielo_dagster.domain.lineage import DIGEST_KEY
 from agielo_dagster.domain.store import StorageError
 
 from .partitions import benchmark_partitions
@@ -74,16 +73,6 @@ def retried_on_storage_errors(context: dg.OpExecutionContext):
         if exc.retryable and context.retry_number < STORAGE_RETRIES:
             raise dg.RetryRequested(max_retries=STORAGE_RETRIES, seconds_to_wait=2 ** (context.retry_number + 1)) from exc
         raise dg.Failure(str(exc), allow_retries=False) from None
-
-
-def digest_of(table) -> str:
-    """The inputs digest an upstream output recorded (pyarrow tables keep their file's metadata)."""
-    return (table.schema.metadata or {}).get(DIGEST_KEY.encode(), b"").decode()
-
-
-def stored_digest(store, path: str) -> str:
-    """:func:`digest_of` a stored output, from its parquet footer only (for steps that read their inputs lazily)."""
-    return (store.parquet_metadata(path) or {}).get(DIGEST_KEY, "")
 
 
 def frame_table(frame: pd.DataFrame, columns: list[str], limit: int = SHOWN_ROWS, digits: int = 1) -> dg.TableMetadataValue:

@@ -9,6 +9,7 @@ import dagster as dg
 import numpy as np
 import pandas as pd
 from agielo_dagster.resources.storage import ObjectStorage
+from agielo_dagster.resources.warehouse import Stored
 
 from agielo_dagster.domain.ledger import read_model, read_scoring
 from agielo_dagster.rating.schema import MATCH_COLUMNS
@@ -26,10 +27,7 @@ def _nightly(description: str) -> dict:
 
 
 @dg.asset(
-    ins={
-        "match_tables": dg.AssetIn(metadata={"columns": list(MATCH_COLUMNS), "pandas": True}),
-        "agent_ratings": dg.AssetIn(metadata={"columns": ["agent_id", "mu", "rank"], "pandas": True}),
-    },
+    ins={"match_tables": dg.AssetIn(), "agent_ratings": dg.AssetIn()},
     **_nightly(
         "The benchmark's ratings against the AGI-Elo paper's Glicko pass, Plackett-Luce (ONEBench) and the mean "
         "metric: Kendall τ, Spearman ρ and top-k agreement of the agent rankings, per pair of methods, among the agents "
@@ -37,25 +35,25 @@ def _nightly(description: str) -> dict:
         "Materialized nightly."
     ),
 )
-def estimator_comparison(
-    context: dg.AssetExecutionContext, match_tables: pd.DataFrame | None, agent_ratings: pd.DataFrame | None
-) -> pd.DataFrame | None:
-    if match_tables is None or agent_ratings is None:
+def estimator_comparison(context: dg.AssetExecutionContext, match_tables: Stored, agent_ratings: Stored) -> pd.DataFrame | None:
+    if not (match_tables.exists and agent_ratings.exists):
         return None  # withdrawn: no accepted upload left
     from scipy.stats import kendalltau, spearmanr
 
     from agielo_dagster.rating import plackett_luce, rate
 
+    agents = agent_ratings.read(["agent_id", "mu", "rank"]).to_pandas()
+    matches = match_tables.read(list(MATCH_COLUMNS)).to_pandas()
     # only agents with a rank are compared: a provisional, disconnected or unplaced agent has none (and no
     # matches in the joint table, or only in another component), so the other methods cannot rank it beside them
-    ranked = agent_ratings[agent_ratings["rank"].notna()].astype({"agent_id": str})
-    keep = match_tables["agent_id"].astype(str).isin(set(ranked["agent_id"]))
+    ranked = agents[agents["rank"].notna()].astype({"agent_id": str})
+    keep = matches["agent_id"].astype(str).isin(set(ranked["agent_id"]))
     if not keep.all():
-        match_tables = match_tables[keep].assign(agent_id=lambda m: m["agent_id"].astype(str))
+        matches = matches[keep].assign(agent_id=lambda m: m["agent_id"].astype(str))
     ratings = pd.DataFrame({"agielo": ranked.set_index("agent_id")["mu"]})
-    ratings["plackett_luce"] = plackett_luce(match_tables, alpha=0.1, by="score").set_index("agent_id")["rating"]
-    ratings["glicko"] = rate(match_tables, model="glicko", with_reliability=False).agents.set_index("agent_id")["mu"]
-    ratings["mean_metric"] = match_tables.groupby("agent_id", observed=True)["score"].mean()
+    ratings["plackett_luce"] = plackett_luce(matches, alpha=0.1, by="score").set_index("agent_id")["rating"]
+    ratings["glicko"] = rate(matches, model="glicko", with_reliability=False).agents.set_index("agent_id")["mu"]
+    ratings["mean_metric"] = matches.groupby("agent_id", observed=True)["score"].mean()
     k = min(5, len(ratings))
     rows = []
     for a, b in itertools.combinations(ratings.columns, 2):
@@ -78,27 +76,25 @@ def estimator_comparison(
             "ranks_by_method": frame_table(ranks.reset_index(names="agent_id"), ["agent_id", *ranks.columns]),
             "min_kendall_tau": float(table["kendall_tau"].min()) if len(table) else float("nan"),
             "agents_compared": len(ratings),
-            "agents_left_out": len(agent_ratings) - len(ranked),
+            "agents_left_out": len(agents) - len(ranked),
         }
     )
     return table
 
 
 @dg.asset(
-    ins={"match_tables": dg.AssetIn(metadata={"columns": list(MATCH_COLUMNS), "pandas": True})},
+    ins={"match_tables": dg.AssetIn()},
     **_nightly(
         "Bootstrap confidence intervals (resampling test cases) of agent ratings, competency gaps and "
         "Plackett-Luce ratings. Materialized nightly."
     ),
 )
-def rating_uncertainty(
-    context: dg.AssetExecutionContext, config: UncertaintyConfig, match_tables: pd.DataFrame | None
-) -> pd.DataFrame | None:
-    if match_tables is None:
+def rating_uncertainty(context: dg.AssetExecutionContext, config: UncertaintyConfig, match_tables: Stored) -> pd.DataFrame | None:
+    if not match_tables.exists:
         return None  # withdrawn
     from agielo_dagster.rating import bootstrap
 
-    table = bootstrap(match_tables, n_resamples=config.resamples, seed=config.seed)
+    table = bootstrap(match_tables.read(list(MATCH_COLUMNS)).to_pandas(), n_resamples=config.resamples, seed=config.seed)
     ratings = table[table["quantity"] == "rating"].sort_values("estimate", ascending=False)
     context.add_output_metadata(
         {
@@ -112,7 +108,7 @@ def rating_uncertainty(
 
 
 @dg.asset(
-    ins={"match_tables": dg.AssetIn(metadata={"columns": list(MATCH_COLUMNS)})},
+    ins={"match_tables": dg.AssetIn()},
     **_nightly(
         "The held-out predictive check beside reliability_reports: 5-fold over matches, each match predicted from "
         "ratings fitted without it; log-loss and Brier score (binary metrics) or MAE in metric units (graded), for "
@@ -121,15 +117,15 @@ def rating_uncertainty(
         "baselines and a verdict. Materialized nightly."
     ),
 )
-def reliability_heldout(context: dg.AssetExecutionContext, storage: ObjectStorage, match_tables) -> pd.DataFrame | None:
-    if match_tables is None:
+def reliability_heldout(context: dg.AssetExecutionContext, storage: ObjectStorage, match_tables: Stored) -> pd.DataFrame | None:
+    if not match_tables.exists:
         return None  # withdrawn
     from agielo_dagster.rating import heldout_check
     from agielo_dagster.rating.heldout import heldout_summary
 
     scoring = read_scoring(storage.store, context.partition_key)
     settings = {"model": read_model(storage.store, context.partition_key)}  # the benchmark's model, as rated
-    table = heldout_check(match_tables, folds=5, seed=0, scoring=scoring, settings=settings).to_pandas()
+    table = heldout_check(match_tables.read(list(MATCH_COLUMNS)), folds=5, seed=0, scoring=scoring, settings=settings).to_pandas()
     summary = {k: round(float(v), 4) if isinstance(v, float) else v for k, v in heldout_summary(table).items()}
     context.add_output_metadata({"check": frame_table(table, list(table.columns), limit=20, digits=4), **summary})
     return table

@@ -8,17 +8,19 @@ inputs digests: ``agielo run`` and the sensor materialize it when that digest, o
 
 import hashlib
 import warnings
+from collections.abc import Iterable, Mapping
 
 import dagster as dg
 import pandas as pd
 from agielo_dagster.resources.storage import ObjectStorage
+from agielo_dagster.resources.warehouse import Stored
 
-from agielo_dagster.domain.layout import warehouse_folder, warehouse_path
 from agielo_dagster.domain.ledger import higher_is_better
+from agielo_dagster.domain.store import Store
 from agielo_dagster.rating.schema import MATCH_COLUMNS
 from agielo_dagster.rating.settings import DEFAULT_LEVEL
 
-from .common import declared, frame_table, retried_on_storage_errors, stored_digest
+from .common import declared, frame_table, retried_on_storage_errors
 
 POOL = ("agent_leaderboard", "benchmark_scales", "agent_benchmark_ratings")
 COLUMNS = ["agent_id", "test_case_id", "score"]
@@ -33,21 +35,25 @@ def _out(description: str) -> dg.AssetOut:
     return dg.AssetOut(**declared(description, "leaderboard"))
 
 
-def rated_benchmarks(store) -> list[str]:
-    """The benchmarks with stored ratings."""
-    names = (n.removesuffix(".parquet") for n in store.list_dir(warehouse_folder("agent_ratings")))
-    return sorted(n for n in names if n != "_all")
+def rated(agent_ratings: Mapping[str, Stored]) -> dict[str, Stored]:
+    """The benchmarks' stored ratings, by benchmark, the withdrawn ones left out."""
+    return {b: agent_ratings[b] for b in sorted(agent_ratings) if agent_ratings[b].exists}
+
+
+def stored_ratings(store: Store, benchmarks: Iterable[str]) -> dict[str, Stored]:
+    """What the leaderboard's ``agent_ratings`` input loads as, for the sensor: a handle per benchmark partition."""
+    return {b: Stored.of(store, "agent_ratings", b) for b in benchmarks}
 
 
 NO_BENCHMARKS = "no benchmark rated"
 
 
-def pool_digest(store) -> str:
+def pool_digest(agent_ratings: Mapping[str, Stored]) -> str:
     """What the leaderboard was made from: every rated benchmark's inputs digest (``NO_BENCHMARKS`` with none)."""
-    benchmarks = rated_benchmarks(store)
-    if not benchmarks:
+    ratings = rated(agent_ratings)
+    if not ratings:
         return NO_BENCHMARKS
-    text = "|".join(f"{b}={stored_digest(store, warehouse_path('agent_ratings', b))}" for b in benchmarks)
+    text = "|".join(f"{b}={stored.digest}" for b, stored in ratings.items())
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -70,19 +76,25 @@ def pool_digest(store) -> str:
             "(that rating on the leaderboard's scale), pool_mu (its pooled rating) and its status there."
         ),
     },
-    deps=[dg.AssetDep("match_tables"), dg.AssetDep("provisional_matches"), dg.AssetDep("agent_ratings")],
+    ins={name: dg.AssetIn() for name in ("match_tables", "provisional_matches", "agent_ratings")},  # every benchmark's
 )
-def pooled_ratings(context: dg.AssetExecutionContext, config: LeaderboardConfig, storage: ObjectStorage):
+def pooled_ratings(
+    context: dg.AssetExecutionContext,
+    config: LeaderboardConfig,
+    storage: ObjectStorage,
+    match_tables: dict,
+    provisional_matches: dict,
+    agent_ratings: dict,
+):
     from agielo_dagster.rating.pool import rate_pool
 
     store = storage.store
     with retried_on_storage_errors(context):
-        digest = pool_digest(store)
-        benchmarks = rated_benchmarks(store)
+        digest = pool_digest(agent_ratings)
         tables, own = {}, []
-        for b in benchmarks:
-            tables[b] = pooled_matches(store, b)
-            ratings = store.read_table(warehouse_path("agent_ratings", b), columns=["agent_id", "mu", "status"]).to_pandas()
+        for b, stored in rated(agent_ratings).items():
+            tables[b] = pooled_matches(match_tables[b], provisional_matches[b], b)
+            ratings = stored.read(["agent_id", "mu", "status"]).to_pandas()
             own.append(ratings.astype({"agent_id": str}).assign(benchmark=b, higher_is_better=higher_is_better(store, b)))
         start = previous_fit(store)
     if not tables:  # every benchmark withdrawn: the leaderboard is removed, and current
@@ -152,7 +164,7 @@ def shown_ranks(leaderboard: pd.DataFrame) -> pd.DataFrame:
     return leaderboard.assign(**{c: leaderboard[c].astype("string").fillna("–") for c in ranks})
 
 
-def pooled_matches(store, benchmark: str):
+def pooled_matches(match_tables: Stored, provisional_matches: Stored, benchmark: str):
     """The benchmark's matches, encoded, its provisional agents' on the test cases it rates included: in Arrow
     throughout (a wide benchmark's millions of test-case ids are never Python strings)."""
     import pyarrow as pa
@@ -160,8 +172,8 @@ def pooled_matches(store, benchmark: str):
 
     from agielo_dagster.rating.frames import encode_matches, plain_ids
 
-    joint = plain_ids(store.read_table(warehouse_path("match_tables", benchmark), columns=list(MATCH_COLUMNS)))
-    partial = plain_ids(store.read_table(warehouse_path("provisional_matches", benchmark), columns=list(MATCH_COLUMNS)))
+    joint = plain_ids(match_tables.read(list(MATCH_COLUMNS)))
+    partial = plain_ids(provisional_matches.read(list(MATCH_COLUMNS)))
     if partial.num_rows:
         known = pc.is_in(partial.column("test_case_id"), value_set=joint.column("test_case_id").combine_chunks())
         joint = pa.concat_tables([joint, partial.filter(known).cast(joint.schema)])
@@ -169,15 +181,14 @@ def pooled_matches(store, benchmark: str):
     return encode_matches(joint.append_column("metric", joint.column("score")), f"{benchmark}'s matches")
 
 
-def previous_fit(store):
-    """The last leaderboard's fit, where the next one starts (None: none, or unreadable)."""
+def previous_fit(store: Store):
+    """The last leaderboard's fit, where the next one starts (None: none, or unreadable): the step's own previous
+    outputs, so not inputs (Dagster has no self-dependency), read through the handle its inputs load as."""
     from agielo_dagster.rating.pool import PoolFit
 
     try:
-        agents = store.read_table(warehouse_path("agent_leaderboard", None), columns=["agent_id", "mu"]).to_pandas()
-        scales = store.read_table(
-            warehouse_path("benchmark_scales", None), columns=["benchmark", "centre", "spread", "dispersion"]
-        ).to_pandas()
+        agents = Stored.of(store, "agent_leaderboard").read(["agent_id", "mu"]).to_pandas()
+        scales = Stored.of(store, "benchmark_scales").read(["benchmark", "centre", "spread", "dispersion"]).to_pandas()
     except (OSError, ValueError, KeyError):
         return None
     agents = agents.dropna()

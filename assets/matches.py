@@ -8,8 +8,8 @@ touched file: nothing to re-rate). The nightly job (``agielo/rerate``) always re
 import dagster as dg
 import pyarrow as pa
 from agielo_dagster.resources.storage import ObjectStorage
+from agielo_dagster.resources.warehouse import Stored
 
-from agielo_dagster.domain.layout import warehouse_path
 from agielo_dagster.domain.ledger import read_ledger
 from agielo_dagster.domain.lineage import RATING_VERSION
 from agielo_dagster.domain.matches import build_match_table, input_manifest
@@ -23,13 +23,15 @@ SHOWN_ROWS = 100
 
 
 def previous_match_table(storage: ObjectStorage, benchmark: str, asset: str = "match_tables") -> pa.Table | None:
-    """The last match table, to reuse unchanged agents' rows (None if missing or unreadable: built from scratch)."""
-    path = warehouse_path(asset, benchmark)
-    store = storage.store
-    if not store.exists(path):
+    """The last match table, to reuse unchanged agents' rows (None if missing or unreadable: built from scratch).
+
+    The step's own previous output, so not an input (Dagster has no self-dependency on a dynamic partition): read
+    through the handle its inputs load as."""
+    stored = Stored.of(storage.store, asset, benchmark)
+    if not stored.exists:
         return None
     try:
-        return store.read_table(path, read_dictionary=["test_case_id", "agent_id", "source_path", "source_version"])
+        return stored.read()
     except (OSError, ValueError):
         return None
 

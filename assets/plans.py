@@ -23,10 +23,11 @@ import math
 import dagster as dg
 import pandas as pd
 from agielo_dagster.resources.storage import ObjectStorage
+from agielo_dagster.resources.warehouse import Stored
 
 from agielo_dagster.domain.contract import IngestError, check_name
 from agielo_dagster.domain.exports import jsonl_bytes, spreadsheet_csv
-from agielo_dagster.domain.layout import plan_path, plan_twin_path, warehouse_path
+from agielo_dagster.domain.layout import plan_path, plan_twin_path
 from agielo_dagster.domain.ledger import read_accepted, read_ledger
 
 from .common import benchmark_asset, frame_table, retried_on_storage_errors
@@ -38,6 +39,7 @@ class PlanConfig(dg.Config):
 
 
 @dg.asset(
+    ins={"test_case_ratings": dg.AssetIn(), "agent_ratings": dg.AssetIn()},
     **benchmark_asset(
         "The next test cases to evaluate a new agent on (a random sample by difficulty stratum of those not yet "
         "evaluated, more of it near the agent's rating; a partial upload is placed with stratum weights and stands for the "
@@ -45,9 +47,15 @@ class PlanConfig(dg.Config):
         "placement",
         run="on_demand",
         kinds=("parquet", "csv"),
-    )
+    ),
 )
-def placement_plans(context: dg.AssetExecutionContext, config: PlanConfig, storage: ObjectStorage) -> dg.Output:
+def placement_plans(
+    context: dg.AssetExecutionContext,
+    config: PlanConfig,
+    storage: ObjectStorage,
+    test_case_ratings: Stored,
+    agent_ratings: Stored,
+) -> dg.Output:
     from agielo_dagster.rating import select_test_cases
 
     benchmark, store = context.partition_key, storage.store
@@ -58,10 +66,10 @@ def placement_plans(context: dg.AssetExecutionContext, config: PlanConfig, stora
     if config.budget < 1:
         raise dg.Failure(f"budget must be at least 1, got {config.budget}", allow_retries=False)
     with retried_on_storage_errors(context):
-        if not store.exists(warehouse_path("test_case_ratings", benchmark)):
+        if not test_case_ratings.exists:
             raise dg.Failure(f"benchmark {benchmark!r} has no ratings yet: rate it first (agielo run)", allow_retries=False)
-        test_cases = store.read_table(warehouse_path("test_case_ratings", benchmark))
-        ratings = store.read_table(warehouse_path("agent_ratings", benchmark)).to_pandas().astype({"agent_id": str})
+        test_cases = test_case_ratings.read()
+        ratings = agent_ratings.read().to_pandas().astype({"agent_id": str})
         ledger = read_ledger(store, benchmark)
         done: list[str] = []
         row = next((r for r in ledger.accepted if r["agent"] == agent), None) if ledger is not None else None

@@ -7,9 +7,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 from agielo_dagster.resources.storage import ObjectStorage
-from agielo_dagster.resources.warehouse import free_previous_steps
+from agielo_dagster.resources.warehouse import Stored
 
-from agielo_dagster.domain.layout import warehouse_path
 from agielo_dagster.domain.ledger import read_exclude, read_model, read_scoring
 from agielo_dagster.domain.lineage import RATING_VERSION
 from agielo_dagster.domain.standing import FRAGILITY_KEY
@@ -19,14 +18,7 @@ from agielo_dagster.rating.predict import competency_gaps
 from agielo_dagster.rating.schema import MATCH_COLUMNS
 from agielo_dagster.rating.settings import DEFAULT_LEVEL
 
-from .common import (
-    benchmark_asset,
-    benchmark_output,
-    digest_of,
-    frame_table,
-    retried_on_storage_errors,
-    stored_digest,
-)
+from .common import benchmark_asset, benchmark_output, frame_table, retried_on_storage_errors
 from .partitions import benchmark_partitions
 
 SEED = 42
@@ -61,23 +53,21 @@ TWIN_MAX_MATCHES = 250_000  # above it the yardstick stays null: 10 twins of 1,0
         ),
     },
     partitions_def=benchmark_partitions,
-    deps=[dg.AssetDep("match_tables"), dg.AssetDep("provisional_matches")],
+    ins={"match_tables": dg.AssetIn(), "provisional_matches": dg.AssetIn()},
 )
-def ratings(context: dg.AssetExecutionContext, storage: ObjectStorage):
+def ratings(context: dg.AssetExecutionContext, storage: ObjectStorage, match_tables: Stored, provisional_matches: Stored):
     from agielo_dagster.rating import RatingSettings, rate_parquet  # the engine (and numba) load when a run rates
     from agielo_dagster.rating.standing import top_tier
 
-    free_previous_steps()  # the match table's step, in this process with `agielo run`
     store = storage.store
-    path = warehouse_path("match_tables", context.partition_key)
     with retried_on_storage_errors(context):
-        if not store.exists(path):  # withdrawn: no accepted upload left
+        if not match_tables.exists:  # withdrawn: no accepted upload left
             for name in ("rating_snapshots", "test_case_ratings", "agent_ratings", "reliability_reports"):
                 yield dg.Output(None, name, metadata={"withdrawn": True})
             return
-        digest = stored_digest(store, path)
-        source = store.parquet_source(path)
-        partial = store.read_table(warehouse_path("provisional_matches", context.partition_key), columns=list(MATCH_COLUMNS))
+        digest = match_tables.digest
+        source = match_tables.source()
+        partial = provisional_matches.read(list(MATCH_COLUMNS))
         model, exclude = read_model(store, context.partition_key), read_exclude(store, context.partition_key)
     # straight from the parquet file, a row group at a time: no match table is held in memory
     settings = RatingSettings(seed=SEED, model=model)  # benchmark.yaml's model, the engine's defaults otherwise
@@ -85,9 +75,9 @@ def ratings(context: dg.AssetExecutionContext, storage: ObjectStorage):
     kept, exclusion, moves = None, {}, None
     if exclude:  # benchmark.yaml's exclude: re-rated without the test cases it names or flags
         with retried_on_storage_errors(context):
-            matches = store.read_table(path, columns=list(MATCH_COLUMNS))
+            matches = match_tables.read(list(MATCH_COLUMNS))
         kept, exclusion, result, moves = rated_without(context, matches, result, exclude, settings)
-    reliability_table, yardstick = reliability_with_yardstick(context, store, path, result, kept)
+    reliability_table, yardstick = reliability_with_yardstick(context, match_tables, result, kept)
     agent_table = with_provisional_agents(result.agents, result.test_cases, partial, model)
     agents = agent_table.to_pandas().sort_values(["rank", "mu", "agent_id"], ascending=[True, False, True])
     by_status = agents["status"].value_counts()
@@ -98,7 +88,7 @@ def ratings(context: dg.AssetExecutionContext, storage: ObjectStorage):
     hardest = hardest.take(pc.select_k_unstable(key, 10, [("mu", "descending")])).to_pandas().dropna(subset=["mu"])
     # fragility of #1 (issue 22), re-rated as the ratings were: in the metadata, and in the table's own parquet
     # metadata, which the report and the explorer read
-    fragility = fragility_metadata(context, store, path, agents, result, kept)
+    fragility = fragility_metadata(context, match_tables, agents, result, kept)
     recorded = {**(agent_table.schema.metadata or {}), FRAGILITY_KEY.encode(): json.dumps(fragility, sort_keys=True).encode()}
     if moves is not None:  # what the exclusion changed, for the report
         recorded[EXCLUSION_KEY.encode()] = json.dumps(moves, sort_keys=True, default=float).encode()
@@ -218,7 +208,7 @@ FRAGILITY_MAX_MATCHES = 200_000
 simulated matches: 11 re-ratings, about 8 times one `rate` call), which would dominate a leaderboard's re-rating."""
 
 
-def fragility_metadata(context, store, path: str, agents: pd.DataFrame, result, matches=None) -> dict:
+def fragility_metadata(context, stored: Stored, agents: pd.DataFrame, result, matches=None) -> dict:
     """``fragility_of_first`` and its companions for ``agent_ratings``: the fewest test cases whose removal
     changes who is first, among the jointly rated agents of the main component, against the top tier
     (``rank == 1``: the agents whose intervals overlap the leader's), from ``result``'s fit."""
@@ -231,7 +221,7 @@ def fragility_metadata(context, store, path: str, agents: pd.DataFrame, result, 
         return {"fragility_method": f"not computed: {result.n_matches:,} matches (limit {FRAGILITY_MAX_MATCHES:,})"}
     if matches is None:  # the rated matches: the match table's, less any test case benchmark.yaml excludes
         with retried_on_storage_errors(context):
-            matches = store.read_table(path, columns=list(MATCH_COLUMNS))
+            matches = stored.read(list(MATCH_COLUMNS))
     ids = joint["agent_id"].astype(str)
     tier = ids[joint["rank"] == 1].tolist()
     try:
@@ -245,7 +235,7 @@ def fragility_metadata(context, store, path: str, agents: pd.DataFrame, result, 
 # ---------------------------------------------------------------------------------------------
 
 
-def reliability_with_yardstick(context: dg.AssetExecutionContext, store, path: str, result, matches=None):
+def reliability_with_yardstick(context: dg.AssetExecutionContext, stored: Stored, result, matches=None):
     """The reliability table with the twins' yardstick on its 100 % row (null columns above ``TWIN_MAX_MATCHES``)."""
     from agielo_dagster.rating.reliability import calibration_twins, with_yardstick
 
@@ -253,7 +243,7 @@ def reliability_with_yardstick(context: dg.AssetExecutionContext, store, path: s
         return with_yardstick(result.reliability, None), None
     if matches is None:
         with retried_on_storage_errors(context):
-            matches = store.read_table(path, columns=list(MATCH_COLUMNS))
+            matches = stored.read(list(MATCH_COLUMNS))
     yardstick = calibration_twins(matches, result, twins=TWINS, seed=SEED)
     return with_yardstick(result.reliability, yardstick), yardstick
 
@@ -335,12 +325,7 @@ def _placed_partial_uploads(
 
 
 @dg.asset(
-    ins={
-        # no ids: the gaps never read them, and a wide benchmark's are millions of strings to convert
-        "test_case_ratings": dg.AssetIn(metadata={"columns": ["mu", "component"]}),
-        "agent_ratings": dg.AssetIn(),
-        "input_manifests": dg.AssetIn(),
-    },
+    ins={name: dg.AssetIn() for name in ("test_case_ratings", "agent_ratings", "input_manifests", "match_tables")},
     **benchmark_asset(
         "Each agent's gap to an oracle that solves every test case (50/90/99% confidence), the share of test "
         "cases it beats, its rank range and status (as in agent_ratings: main-component agents first, measured against the "
@@ -351,24 +336,28 @@ def _placed_partial_uploads(
 def competency_gap_tables(
     context: dg.AssetExecutionContext,
     storage: ObjectStorage,
-    test_case_ratings: pa.Table | None,
-    agent_ratings: pa.Table | None,
-    input_manifests: pa.Table | None,
+    test_case_ratings: Stored,
+    agent_ratings: Stored,
+    input_manifests: Stored,
+    match_tables: Stored,
 ) -> dg.Output:
     benchmark = context.partition_key
-    if agent_ratings is None:  # withdrawn
-        return dg.Output(None, metadata={"withdrawn": True})
-    digest = digest_of(agent_ratings)
     with retried_on_storage_errors(context):
+        if not agent_ratings.exists:  # withdrawn
+            return dg.Output(None, metadata={"withdrawn": True})
+        digest = agent_ratings.digest
         scoring = read_scoring(storage.store, benchmark)
-    gaps = gap_table(test_case_ratings.to_pandas(), agent_ratings.to_pandas(), scoring)
-    sources = input_manifests.to_pandas()[["agent_id", "source_path", "source_version"]]
+        # no ids: the gaps never read them, and a wide benchmark's are millions of strings to convert
+        test_cases = test_case_ratings.read(["mu", "component"]).to_pandas()
+        agents = agent_ratings.read().to_pandas()
+        sources = input_manifests.read(["agent_id", "source_path", "source_version"]).to_pandas()
+    gaps = gap_table(test_cases, agents, scoring)
     gaps = gaps.merge(sources, on="agent_id", how="left", validate="one_to_one")
     gaps["inputs_digest"] = digest
     gaps["code_version"] = RATING_VERSION
     range_metadata = {}
     if scoring is not None:  # what graded gaps rest on: the declared metric range (issue 22, item 4)
-        range_metadata = stated_range(context, storage, benchmark, scoring, gaps)
+        range_metadata = stated_range(context, match_tables, benchmark, scoring, gaps)
     return dg.Output(
         gaps,
         metadata={
@@ -407,14 +396,14 @@ def gap_table(test_cases: pd.DataFrame, agents: pd.DataFrame, scoring) -> pd.Dat
     return gaps[columns].reset_index(drop=True)
 
 
-def stated_range(context, storage: ObjectStorage, benchmark: str, scoring, gaps: pd.DataFrame) -> dict:
+def stated_range(context, match_tables: Stored, benchmark: str, scoring, gaps: pd.DataFrame) -> dict:
     """The metric range the gaps assume beside the observed one: metadata, three columns of ``gaps``
     (``assumed_metric_lo``, ``assumed_metric_hi``, ``range_warning``, for the report), and a logged warning
     when the declared range is far wider than the observed one."""
     from agielo_dagster.rating.gap_range import range_assumption
 
     with retried_on_storage_errors(context):
-        metric = storage.store.read_table(warehouse_path("match_tables", benchmark), columns=["metric"]).column("metric")
+        metric = match_tables.read(["metric"]).column("metric")
     observed = pc.min_max(metric)
     stated = range_assumption(scoring, float(observed["min"].as_py()), float(observed["max"].as_py()))
     gaps["assumed_metric_lo"] = stated.declared_lo

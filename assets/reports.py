@@ -12,6 +12,7 @@ import dagster as dg
 import pandas as pd
 import pyarrow as pa
 from agielo_dagster.resources.storage import ObjectStorage
+from agielo_dagster.resources.warehouse import Stored
 
 from agielo_dagster.domain.exports import jsonl_bytes, spreadsheet_csv
 from agielo_dagster.domain.layout import (
@@ -22,7 +23,6 @@ from agielo_dagster.domain.layout import (
     report_path,
     suspects_path,
     suspects_twin_path,
-    warehouse_path,
 )
 from agielo_dagster.domain.ledger import first_accepted, higher_is_better, read_summary
 from agielo_dagster.domain.lineage import RATING_VERSION
@@ -31,27 +31,21 @@ from agielo_dagster.domain.standing import fragility_of
 from agielo_dagster.domain.suspects import SUSPECT_COLUMNS, exclusion_of, suspect_table
 from agielo_dagster.rating.schema import MATCH_COLUMNS
 
-from .common import benchmark_asset, digest_of, frame_table, retried_on_storage_errors
+from .common import benchmark_asset, frame_table, retried_on_storage_errors
 
 HARDEST_SHOWN = 10
 
 
+# what the figures, the report and the explorer show of the test cases: not the rating histories (two columns per level)
+TEST_CASE_COLUMNS = ["test_case_id", "mu", "sigma", "matches", "mean_metric", "component", *SUSPECT_COLUMNS[1:-1]]
+
+
 @dg.asset(
     ins={
-        # what the figures, the report and the explorer show: not the rating histories (two columns per level)
-        "test_case_ratings": dg.AssetIn(
-            metadata={"columns": ["test_case_id", "mu", "sigma", "matches", "mean_metric", "component", *SUSPECT_COLUMNS[1:-1]]}
-        ),
-        "agent_ratings": dg.AssetIn(),
-        "reliability_reports": dg.AssetIn(),
-        "competency_gap_tables": dg.AssetIn(),
-        "input_manifests": dg.AssetIn(),
-        "match_tables": dg.AssetIn(metadata={"columns": list(MATCH_COLUMNS)}),
-        "test_case_tags": dg.AssetIn(),
-        "slice_ratings": dg.AssetIn(),
-        "ability_masses": dg.AssetIn(),
-    },
-    deps=[dg.AssetDep("rating_snapshots")],  # streamed by agent_trajectories: a tall benchmark's agents are most of it
+        name: dg.AssetIn()
+        for name in ("test_case_ratings", "agent_ratings", "reliability_reports", "competency_gap_tables", "input_manifests")
+    }
+    | {name: dg.AssetIn() for name in ("match_tables", "test_case_tags", "slice_ratings", "ability_masses", "rating_snapshots")},
     **benchmark_asset(
         "The benchmark's figures (rating distribution, reliability, agent trajectories, calibration, competency "
         "gap) and its static HTML report; one row per artifact with its path, size and hash.",
@@ -62,15 +56,16 @@ HARDEST_SHOWN = 10
 def benchmark_reports(
     context: dg.AssetExecutionContext,
     storage: ObjectStorage,
-    test_case_ratings: pa.Table | None,
-    agent_ratings: pa.Table | None,
-    reliability_reports: pa.Table | None,
-    competency_gap_tables: pa.Table | None,
-    input_manifests: pa.Table | None,
-    match_tables: pa.Table | None,
-    test_case_tags: pa.Table | None,
-    slice_ratings: pa.Table | None,
-    ability_masses: pa.Table | None,
+    test_case_ratings: Stored,
+    agent_ratings: Stored,
+    reliability_reports: Stored,
+    competency_gap_tables: Stored,
+    input_manifests: Stored,
+    match_tables: Stored,
+    test_case_tags: Stored,
+    slice_ratings: Stored,
+    ability_masses: Stored,
+    rating_snapshots: Stored,
 ) -> dg.Output:
     # matplotlib is imported here, where it is used, so that loading the code location stays fast
     from agielo_dagster.domain import figures as figs
@@ -80,7 +75,9 @@ def benchmark_reports(
 
     benchmark = context.partition_key
     store = storage.store
-    if competency_gap_tables is None:  # withdrawn: no accepted upload left
+    with retried_on_storage_errors(context):
+        withdrawn = not competency_gap_tables.exists
+    if withdrawn:  # no accepted upload left
         with retried_on_storage_errors(context):
             figures = [in_folder(figures_folder(benchmark), n) for n in store.list_dir(figures_folder(benchmark))]
             for path in [
@@ -93,13 +90,20 @@ def benchmark_reports(
                 store.remove(path)
             store.remove_empty_folder(figures_folder(benchmark))
         return dg.Output(None, metadata={"withdrawn": True})
-    digest = digest_of(competency_gap_tables)
-    agents = agent_ratings.to_pandas()
-    fragility = fragility_of(agent_ratings.schema.metadata)
+    with retried_on_storage_errors(context):
+        digest = competency_gap_tables.digest
+        ratings, matches, cases = (
+            agent_ratings.read(),
+            match_tables.read(list(MATCH_COLUMNS)),
+            test_case_ratings.read(TEST_CASE_COLUMNS),
+        )
+        manifests, tags, slices, masses = (t.read() for t in (input_manifests, test_case_tags, slice_ratings, ability_masses))
+        gaps, reliability = competency_gap_tables.read().to_pandas(), reliability_reports.read().to_pandas()
+    agents = ratings.to_pandas()
+    fragility = fragility_of(ratings.schema.metadata)
     # before the test cases are converted: on a wide benchmark its look-up of their ids is the report's peak
-    calibration = binned_calibration(match_tables, test_case_ratings, agents[agents["mu"].notna()]).to_pandas()
-    test_cases = report_test_cases(test_case_ratings)
-    gaps, reliability = competency_gap_tables.to_pandas(), reliability_reports.to_pandas()
+    calibration = binned_calibration(matches, cases, agents[agents["mu"].notna()]).to_pandas()
+    test_cases = report_test_cases(cases)
     # the figures, the hardest test cases and the explorer's difficulty axis show the main component (rated and
     # provisional agents, its test cases): the others are on no common scale; the tables list every agent
     on_scale = agents[agents["status"].isin(["rated", "provisional"])] if "status" in agents else agents
@@ -124,13 +128,13 @@ def benchmark_reports(
             ),
             "reliability_curves": figs.reliability_curves(reliability, title=f"{benchmark}: reliability"),
             "agent_trajectories": figs.agent_trajectories(
-                agent_trajectories(store, benchmark), title=f"{benchmark}: agent ratings"
+                agent_trajectories(rating_snapshots), title=f"{benchmark}: agent ratings"
             ),
             "calibration": figs.calibration(calibration, title=f"{benchmark}: calibration"),
             "competency_gap": figs.competency_gap(gaps_on_scale, title=f"{benchmark}: competency gap"),
         }
         pngs = {name: figs.to_png(fig) for name, fig in drawn.items()}
-        suspects = suspect_table(test_case_ratings, match_tables, agents)
+        suspects = suspect_table(cases, matches, agents)
         for name, png in pngs.items():
             store.write_bytes(figure_path(benchmark, name), png)
         html = render_report(
@@ -139,7 +143,7 @@ def benchmark_reports(
             gaps,
             hardest,
             reliability,
-            input_manifests,  # converted only as far as the report shows it
+            manifests,  # converted only as far as the report shows it
             f"{RATING_VERSION} (engine), {context.assets_def.code_versions_by_key[context.asset_key]} (report)",
             digest,
             description,
@@ -147,16 +151,16 @@ def benchmark_reports(
             fragility=fragility,
             higher_is_better=direction,
             suspects=suspects,
-            exclusion=exclusion_of(agent_ratings.schema.metadata),
+            exclusion=exclusion_of(ratings.schema.metadata),
         ).encode()
         store.write_bytes(report_path(benchmark), html)
         explorer = render_explorer(
             benchmark,
             agents,
             main_cases,  # already converted (not a second copy): the main component's test cases
-            tags=test_case_tags if test_case_tags.num_columns > 1 else None,
-            slices=slice_ratings if slice_ratings.num_rows else None,
-            masses=ability_masses if ability_masses.num_rows else None,
+            tags=tags if tags.num_columns > 1 else None,
+            slices=slices if slices.num_rows else None,
+            masses=masses if masses.num_rows else None,
             reliability=reliability,
             calibration=calibration,
             gaps=gaps,
@@ -200,15 +204,13 @@ def benchmark_reports(
     )
 
 
-def agent_trajectories(store, benchmark: str):
+def agent_trajectories(snapshots: Stored):
     """What the trajectories figure draws, streamed from the stored snapshot table a row group at a time: only the
     agents' row groups are read (a wide benchmark's test-case rows are skipped by their statistics), and only the
     drawn agents' rows are kept (a tall benchmark's 100 rows an agent are not converted)."""
     from agielo_dagster.domain.trajectories import streamed_trajectories
 
-    path = warehouse_path("rating_snapshots", benchmark)
-    columns = ["fraction", "id", "mu"]
-    return streamed_trajectories(lambda: store.read_parts(path, columns=columns, read_dictionary=["id"], where={"kind": "agent"}))
+    return streamed_trajectories(lambda: snapshots.parts(["fraction", "id", "mu"], where={"kind": "agent"}))
 
 
 REPORT_TEST_CASE_COLUMNS = ("test_case_id", "mu", "sigma", "matches", "mean_metric", "component")

@@ -3,16 +3,17 @@
 Accepts pyarrow tables or pandas/polars frames; the output's ``inputs_digest`` metadata and its
 asset's code version are written into the file's key-value metadata (so the warehouse alone tells
 what each output was computed from, and by which code). Adds Dagster's standard metadata: ``dagster/row_count``, ``dagster/column_schema`` and
-``dagster/uri``, the columns described by the engine's schema. Loads pyarrow tables with id columns dictionary-encoded, or pandas when the input
-asks for it (``metadata={"pandas": True}``), reading only the columns an input names
-(``metadata={"columns": [...]}``) and, with ``metadata={"where": {column: value, ...}}``, only the
-rows where every named string column equals its value (row group by row group).
+``dagster/uri``, the columns described by the engine's schema.
 
-An output of ``None`` is a withdrawal (its benchmark has no accepted upload left): the file is removed, and a
-withdrawn input loads as ``None``.
+Every input loads one way: as a :class:`Stored` handle that reads nothing until asked, so that each step reads what
+it needs (the footer's inputs digest alone, some columns, the rows where a column has a value, or a stream) and a
+step whose inputs did not change costs a footer read. A non-partitioned asset that reads a partitioned one gets
+``{partition: Stored}``. An output of ``None`` is a withdrawal (its benchmark has no accepted upload left): the file
+is removed, and its handle says ``exists == False``.
 """
 
 import gc
+from dataclasses import dataclass
 
 import dagster as dg
 import pandas as pd
@@ -21,6 +22,7 @@ from pydantic import PrivateAttr
 
 from agielo_dagster.domain.layout import warehouse_path
 from agielo_dagster.domain.lineage import CODE_KEY, DIGEST_KEY
+from agielo_dagster.domain.store import Store
 from agielo_dagster.rating.schema import describe
 
 from .storage import ObjectStorage
@@ -63,8 +65,8 @@ def free_previous_steps() -> None:
 
     Their contexts, frames and tables sit in cycles that only a full collection frees, which a process
     holding Dagster's definitions runs rarely: on a wide benchmark (2 million test cases) the report step
-    started ~400 MB above the floor. The IO manager runs it once a step, before the step's first input,
-    and steps that read their data themselves call it first (issue 25).
+    started ~400 MB above the floor. The IO manager runs it once a step, before the step's first input
+    (issue 25).
 
     What survives a collection is frozen (``gc.freeze``): the long-lived heap (Dagster, the modules, the run's
     own context) is not visited again, so a collection costs what the steps since the last one allocated, not
@@ -78,10 +80,42 @@ def free_previous_steps() -> None:
     _collected = True
 
 
-def read_stored(store, path: str, columns: list[str] | None = None, where: dict | None = None) -> pa.Table:
-    """A stored output as the IO manager loads it: pyarrow, ids dictionary-encoded (for steps that read lazily)."""
-    names = store.read_schema(path).names
-    return store.read_table(path, columns=columns, read_dictionary=[c for c in DICTIONARY_COLUMNS if c in names], where=where)
+@dataclass(frozen=True)
+class Stored:
+    """A stored output, read lazily: what an asset's input loads as (``exists`` is False once it is withdrawn)."""
+
+    store: Store
+    path: str
+
+    @classmethod
+    def of(cls, store: Store, asset: str, partition: str | None = None) -> "Stored":
+        return cls(store, warehouse_path(asset, partition))
+
+    @property
+    def exists(self) -> bool:
+        return self.store.exists(self.path)
+
+    @property
+    def digest(self) -> str:
+        """The inputs digest the output recorded, from its parquet footer only ("" when missing or unrecorded)."""
+        return (self.store.parquet_metadata(self.path) or {}).get(DIGEST_KEY, "")
+
+    def _ids(self) -> list[str]:
+        names = self.store.read_schema(self.path).names
+        return [c for c in DICTIONARY_COLUMNS if c in names]
+
+    def read(self, columns: list[str] | None = None, where: dict | None = None) -> pa.Table:
+        """The table (its footer's metadata kept), ids dictionary-encoded; ``where={column: value}`` keeps the rows
+        where every named string column equals its value, row group by row group."""
+        return self.store.read_table(self.path, columns=columns, read_dictionary=self._ids(), where=where)
+
+    def parts(self, columns: list[str] | None = None, where: dict | None = None):
+        """:meth:`read` a row group at a time (a generator)."""
+        return self.store.read_parts(self.path, columns=columns, read_dictionary=self._ids(), where=where)
+
+    def source(self):
+        """What a parquet reader should open to stream the file itself."""
+        return self.store.parquet_source(self.path)
 
 
 def _step_of(context: dg.InputContext) -> tuple[str, str] | None:
@@ -124,15 +158,13 @@ class WarehouseIOManager(dg.ConfigurableIOManager):
             }
         )
 
-    def load_input(self, context: dg.InputContext):
-        """The stored table: pyarrow (ids dictionary-encoded) or, with ``metadata={"pandas": True}``, pandas."""
+    def load_input(self, context: dg.InputContext) -> "Stored | dict[str, Stored]":
+        """The stored output's handle; ``{partition: handle}`` for a non-partitioned step reading a partitioned asset."""
         step = _step_of(context)
         if step is None or step != self._collected_for:
             self._collected_for = step
             free_previous_steps()
-        metadata = context.definition_metadata or {}
-        path = self._path(context)
-        if not self.storage.store.exists(path):
-            return None  # withdrawn
-        table = read_stored(self.storage.store, path, metadata.get("columns"), metadata.get("where"))
-        return table.to_pandas() if metadata.get("pandas") else table
+        if context.has_asset_partitions and not context.has_partition_key:
+            name = "/".join(context.asset_key.path)
+            return {p: Stored.of(self.storage.store, name, p) for p in context.asset_partition_keys}
+        return Stored(self.storage.store, self._path(context))

@@ -4,8 +4,9 @@ covered by Dagster's staleness, including one these modules never heard of."""
 import dagster as dg
 import pyarrow as pa
 import pytest
-from agielo_dagster.assets.common import RUN_TAG, benchmark_asset, digest_of
+from agielo_dagster.assets.common import RUN_TAG, benchmark_asset
 from agielo_dagster.assets.partitions import benchmark_partitions
+from agielo_dagster.resources.warehouse import Stored
 
 from agielo_dagster.definitions import build_definitions, defs
 from agielo_dagster.domain.layout import warehouse_path
@@ -36,10 +37,11 @@ def test_every_per_benchmark_output_is_run_by_its_job():
 
 
 @dg.asset(ins={"agent_ratings": dg.AssetIn()}, **benchmark_asset("A new per-benchmark output, listed nowhere."))
-def agent_count(agent_ratings: pa.Table | None) -> dg.Output:
-    if agent_ratings is None:  # withdrawn
+def agent_count(agent_ratings: Stored) -> dg.Output:
+    if not agent_ratings.exists:  # withdrawn
         return dg.Output(None)
-    return dg.Output(pa.table({"agents": [agent_ratings.num_rows]}), metadata={"inputs_digest": digest_of(agent_ratings)})
+    agents = agent_ratings.read(["agent_id"]).num_rows
+    return dg.Output(pa.table({"agents": [agents]}), metadata={"inputs_digest": agent_ratings.digest})
 
 
 @pytest.mark.slow  # two rating runs and a tidying (about 10 s alone, 30 s on busy cores)
