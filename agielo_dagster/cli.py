@@ -352,6 +352,7 @@ def print_summary(store: Store, summary: RunSummary, out: TextIO | None = None) 
     from .domain.ledger import higher_is_better
     from .domain.meaning import level_words, negative_gap_line, rho_meaning
     from .domain.standing import MAX_NAMES, fragility_line, fragility_of, new_agent_lines, status_counts, unusual_agents
+    from .domain.stored import Stored
     from .domain.suspects import mislabeled_ids, mislabeled_line, read_flags
 
     out = sys.stdout if out is None else out
@@ -388,7 +389,7 @@ def print_summary(store: Store, summary: RunSummary, out: TextIO | None = None) 
             for line in new_agent_lines(agents, summary.new_agents[benchmark], level_words()):
                 print(f"    {line}", file=out)
         try:
-            mislabeled = mislabeled_ids(read_flags(store, benchmark))
+            mislabeled = mislabeled_ids(read_flags(Stored.of(store, "test_case_ratings", benchmark)))
         except (OSError, ValueError):
             mislabeled = []  # being rewritten by another process: the next run shows it
         if mislabeled:

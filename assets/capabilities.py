@@ -11,12 +11,12 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 from agielo_dagster.resources.storage import ObjectStorage
-from agielo_dagster.resources.warehouse import Stored
 
 from agielo_dagster.domain.copies import AcceptedCopies
 from agielo_dagster.domain.ledger import first_accepted, read_summary, read_tag_file
 from agielo_dagster.domain.lineage import RATING_VERSION
 from agielo_dagster.domain.meaning import level_words
+from agielo_dagster.domain.stored import Stored
 from agielo_dagster.rating.schema import MATCH_COLUMNS
 
 from .common import benchmark_output, frame_table, retried_on_storage_errors

@@ -9,9 +9,9 @@ import dagster as dg
 import numpy as np
 import pandas as pd
 from agielo_dagster.resources.storage import ObjectStorage
-from agielo_dagster.resources.warehouse import Stored
 
 from agielo_dagster.domain.ledger import read_model, read_scoring
+from agielo_dagster.domain.stored import Stored
 from agielo_dagster.rating.schema import MATCH_COLUMNS
 
 from .common import benchmark_asset, frame_table

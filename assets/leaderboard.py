@@ -13,10 +13,10 @@ from collections.abc import Iterable, Mapping
 import dagster as dg
 import pandas as pd
 from agielo_dagster.resources.storage import ObjectStorage
-from agielo_dagster.resources.warehouse import Stored
 
 from agielo_dagster.domain.ledger import higher_is_better
 from agielo_dagster.domain.store import Store
+from agielo_dagster.domain.stored import Stored
 from agielo_dagster.rating.schema import MATCH_COLUMNS
 from agielo_dagster.rating.settings import DEFAULT_LEVEL
 

@@ -5,9 +5,9 @@ import hashlib
 import dagster as dg
 import pyarrow as pa
 from agielo_dagster.resources.storage import ObjectStorage
-from agielo_dagster.resources.warehouse import Stored
 
 from agielo_dagster.domain.layout import explorer_index_path, explorer_path, pool_report_path
+from agielo_dagster.domain.stored import Stored
 
 from .common import declared
 

@@ -8,11 +8,11 @@ touched file: nothing to re-rate). The nightly job (``agielo/rerate``) always re
 import dagster as dg
 import pyarrow as pa
 from agielo_dagster.resources.storage import ObjectStorage
-from agielo_dagster.resources.warehouse import Stored
 
 from agielo_dagster.domain.ledger import read_ledger
 from agielo_dagster.domain.lineage import RATING_VERSION
 from agielo_dagster.domain.matches import build_match_table, input_manifest
+from agielo_dagster.domain.stored import Stored
 from agielo_dagster.freshness import Graph, why_stale
 from agielo_dagster.runs import RERATE_TAG
 

@@ -23,12 +23,12 @@ import math
 import dagster as dg
 import pandas as pd
 from agielo_dagster.resources.storage import ObjectStorage
-from agielo_dagster.resources.warehouse import Stored
 
 from agielo_dagster.domain.contract import IngestError, check_name
 from agielo_dagster.domain.exports import jsonl_bytes, spreadsheet_csv
 from agielo_dagster.domain.layout import plan_path, plan_twin_path
 from agielo_dagster.domain.ledger import read_accepted, read_ledger
+from agielo_dagster.domain.stored import Stored
 
 from .common import benchmark_asset, frame_table, retried_on_storage_errors
 

@@ -14,7 +14,7 @@ from agielo_dagster.resources.storage import ObjectStorage
 
 from agielo_dagster.domain.ledger import read_scoring
 from agielo_dagster.domain.matches import every_match
-from agielo_dagster.domain.store import Store
+from agielo_dagster.domain.stored import Stored
 
 from .common import retried_on_storage_errors
 
@@ -25,23 +25,25 @@ SHOWN_ROWS = 5
 @dg.asset_check(
     asset="raw_uploads",
     name=SUITE_CHECK,
-    additional_deps=["match_tables"],  # in the nightly run, after the match tables it audits are rebuilt
+    additional_ins={name: dg.AssetIn() for name in ("match_tables", "provisional_matches")},  # after the nightly rebuild
     blocking=False,
     description="The great_expectations suite over the benchmark's accepted uploads (its match table and the "
     "provisional agents' matches): test-case ids present and unique per agent, the metric inside the declared range, "
     "the score in [0, 1]. An independent audit of the input contract, run with the nightly re-rating; fails (an error) "
     "naming each offending match.",
 )
-def upload_suite(context: dg.AssetCheckExecutionContext, storage: ObjectStorage) -> dg.AssetCheckResult:
+def upload_suite(
+    context: dg.AssetCheckExecutionContext, storage: ObjectStorage, match_tables: Stored, provisional_matches: Stored
+) -> dg.AssetCheckResult:
     with retried_on_storage_errors(context):
-        return suite_result(storage.store, context.partition_key)
+        return suite_result(storage.store, context.partition_key, match_tables, provisional_matches)
 
 
-def suite_result(store: Store, benchmark: str) -> dg.AssetCheckResult:
+def suite_result(store, benchmark: str, match_tables: Stored, provisional_matches: Stored) -> dg.AssetCheckResult:
     """The suite's verdict over the benchmark's stored matches (passed where none is stored: withdrawn)."""
     from agielo_dagster.domain.quality import audit_matches  # great_expectations loads with the check alone
 
-    matches = every_match(store, benchmark)
+    matches = every_match(match_tables, provisional_matches)
     if matches is None:
         return dg.AssetCheckResult(passed=True, metadata={"benchmark": benchmark, "matches": 0})
     scoring = read_scoring(store, benchmark)

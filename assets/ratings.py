@@ -7,11 +7,11 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 from agielo_dagster.resources.storage import ObjectStorage
-from agielo_dagster.resources.warehouse import Stored
 
 from agielo_dagster.domain.ledger import read_exclude, read_model, read_scoring
 from agielo_dagster.domain.lineage import RATING_VERSION
 from agielo_dagster.domain.standing import FRAGILITY_KEY
+from agielo_dagster.domain.stored import Stored
 from agielo_dagster.domain.suspects import EXCLUSION_KEY
 from agielo_dagster.rating.frames import row_positions
 from agielo_dagster.rating.predict import competency_gaps

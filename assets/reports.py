@@ -12,7 +12,6 @@ import dagster as dg
 import pandas as pd
 import pyarrow as pa
 from agielo_dagster.resources.storage import ObjectStorage
-from agielo_dagster.resources.warehouse import Stored
 
 from agielo_dagster.domain.exports import jsonl_bytes, spreadsheet_csv
 from agielo_dagster.domain.layout import (
@@ -28,6 +27,7 @@ from agielo_dagster.domain.ledger import first_accepted, higher_is_better, read_
 from agielo_dagster.domain.lineage import RATING_VERSION
 from agielo_dagster.domain.matches import test_case_metadata
 from agielo_dagster.domain.standing import fragility_of
+from agielo_dagster.domain.stored import Stored
 from agielo_dagster.domain.suspects import SUSPECT_COLUMNS, exclusion_of, suspect_table
 from agielo_dagster.rating.schema import MATCH_COLUMNS
 

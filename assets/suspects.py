@@ -5,6 +5,7 @@ import pyarrow.compute as pc
 from agielo_dagster.resources.storage import ObjectStorage
 
 from agielo_dagster.domain.layout import suspects_path
+from agielo_dagster.domain.stored import Stored
 from agielo_dagster.domain.suspects import MISLABELED_WARN_SHARE, mislabeled_ids, mislabeled_line, read_flags
 
 
@@ -16,11 +17,13 @@ from agielo_dagster.domain.suspects import MISLABELED_WARN_SHARE, mislabeled_ids
         "likely_mislabeled (stronger agents fail them, weaker ones pass); counts every flag in its metadata."
     ),
 )
-def few_mislabeled_test_cases(context: dg.AssetCheckExecutionContext, storage: ObjectStorage) -> dg.AssetCheckResult:
+def few_mislabeled_test_cases(
+    context: dg.AssetCheckExecutionContext, storage: ObjectStorage, test_case_ratings: Stored
+) -> dg.AssetCheckResult:
     from agielo_dagster.rating.item_quality import FLAGS  # the engine (and numba) load when a check runs
 
     store, benchmark = storage.store, context.partition_key
-    table = read_flags(store, benchmark)
+    table = read_flags(test_case_ratings)
     if table is None:  # withdrawn, or rated before the flags
         return dg.AssetCheckResult(passed=True, metadata={"benchmark": benchmark, "test_cases": 0})
     counts = {flag: int(pc.sum(pc.equal(table.column("flag"), flag)).as_py() or 0) for flag in FLAGS}

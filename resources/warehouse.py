@@ -13,7 +13,6 @@ is removed, and its handle says ``exists == False``.
 """
 
 import gc
-from dataclasses import dataclass
 
 import dagster as dg
 import pandas as pd
@@ -22,12 +21,10 @@ from pydantic import PrivateAttr
 
 from agielo_dagster.domain.layout import warehouse_path
 from agielo_dagster.domain.lineage import CODE_KEY, DIGEST_KEY
-from agielo_dagster.domain.store import Store
+from agielo_dagster.domain.stored import Stored
 from agielo_dagster.rating.schema import describe
 
 from .storage import ObjectStorage
-
-DICTIONARY_COLUMNS = ("test_case_id", "agent_id", "source_path", "source_version")
 
 
 def to_arrow(obj) -> pa.Table:
@@ -78,44 +75,6 @@ def free_previous_steps() -> None:
         gc.collect()
     gc.freeze()
     _collected = True
-
-
-@dataclass(frozen=True)
-class Stored:
-    """A stored output, read lazily: what an asset's input loads as (``exists`` is False once it is withdrawn)."""
-
-    store: Store
-    path: str
-
-    @classmethod
-    def of(cls, store: Store, asset: str, partition: str | None = None) -> "Stored":
-        return cls(store, warehouse_path(asset, partition))
-
-    @property
-    def exists(self) -> bool:
-        return self.store.exists(self.path)
-
-    @property
-    def digest(self) -> str:
-        """The inputs digest the output recorded, from its parquet footer only ("" when missing or unrecorded)."""
-        return (self.store.parquet_metadata(self.path) or {}).get(DIGEST_KEY, "")
-
-    def _ids(self) -> list[str]:
-        names = self.store.read_schema(self.path).names
-        return [c for c in DICTIONARY_COLUMNS if c in names]
-
-    def read(self, columns: list[str] | None = None, where: dict | None = None) -> pa.Table:
-        """The table (its footer's metadata kept), ids dictionary-encoded; ``where={column: value}`` keeps the rows
-        where every named string column equals its value, row group by row group."""
-        return self.store.read_table(self.path, columns=columns, read_dictionary=self._ids(), where=where)
-
-    def parts(self, columns: list[str] | None = None, where: dict | None = None):
-        """:meth:`read` a row group at a time (a generator)."""
-        return self.store.read_parts(self.path, columns=columns, read_dictionary=self._ids(), where=where)
-
-    def source(self):
-        """What a parquet reader should open to stream the file itself."""
-        return self.store.parquet_source(self.path)
 
 
 def _step_of(context: dg.InputContext) -> tuple[str, str] | None:

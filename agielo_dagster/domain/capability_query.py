@@ -19,6 +19,7 @@ from .layout import warehouse_folder, warehouse_path
 from .matches import every_match
 from .query import parse_query, select
 from .store import Store
+from .stored import Stored
 
 __all__ = ["CapabilityQuery", "query_warehouse", "test_case_frame"]
 
@@ -91,7 +92,7 @@ def query_warehouse(store: Store, text: str) -> CapabilityQuery:
 
 def _results(store: Store, benchmark: str) -> pd.DataFrame:
     """The benchmark's matches, the provisional agents' (partial uploads) included."""
-    matches = every_match(store, benchmark)
+    matches = every_match(Stored.of(store, "match_tables", benchmark), Stored.of(store, "provisional_matches", benchmark))
     if matches is None:  # withdrawn since its test cases were read
         raise FileNotFoundError(warehouse_path("match_tables", benchmark))
     return matches.to_pandas().astype({"test_case_id": str, "agent_id": str})

@@ -20,9 +20,9 @@ import pyarrow.compute as pc
 
 from ..rating.schema import MATCH_COLUMNS
 from .copies import AcceptedCopies
-from .layout import warehouse_path
 from .ledger import Ledger
 from .store import Store
+from .stored import DICTIONARY_COLUMNS, Stored
 
 __all__ = ["MATCH_SCHEMA", "build_match_table", "every_match", "input_manifest", "manifest_of", "test_case_metadata"]
 
@@ -37,7 +37,6 @@ MATCH_SCHEMA = pa.schema(
         ("source_version", _DICT),
     ]
 )
-DICTIONARY_COLUMNS = ("test_case_id", "agent_id", "source_path", "source_version")
 
 
 _SPECS = b"agielo.spec_versions"
@@ -212,11 +211,10 @@ def build_match_table(store: Store, ledger: Ledger, previous: pa.Table | None = 
     return pa.Table.from_arrays(columns, schema=MATCH_SCHEMA.with_metadata({_SPECS: _spec_versions(accepted)}))
 
 
-def every_match(store: Store, benchmark: str) -> pa.Table | None:
-    """The benchmark's stored matches (``MATCH_COLUMNS``), its provisional agents' (partial uploads) after the jointly
+def every_match(match_tables: Stored, provisional_matches: Stored) -> pa.Table | None:
+    """A benchmark's stored matches (``MATCH_COLUMNS``), its provisional agents' (partial uploads) after the jointly
     rated ones; None where neither is stored (never rated, or withdrawn)."""
-    paths = [warehouse_path(a, benchmark) for a in ("match_tables", "provisional_matches")]
-    tables = [store.read_table(p, columns=list(MATCH_COLUMNS)) for p in paths if store.exists(p)]
+    tables = [s.read(list(MATCH_COLUMNS)) for s in (match_tables, provisional_matches) if s.exists]
     if not tables:
         return None
     return pa.concat_tables([t.cast(tables[0].schema) for t in tables]) if len(tables) > 1 else tables[0]

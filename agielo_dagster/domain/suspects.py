@@ -14,8 +14,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .layout import warehouse_path
-from .store import Store
+from .stored import Stored
 
 __all__ = [
     "EXCLUSION_KEY",
@@ -67,12 +66,11 @@ def mislabeled_line(ids: list[str], where: str) -> str:
     return f"{len(ids)} {noun} mislabeled: {shown} (their results by agent: {where})"
 
 
-def read_flags(store: Store, benchmark: str) -> pa.Table | None:
-    """The benchmark's ``test_case_id, flag`` columns; None where it is not rated, or was rated before the flags."""
-    path = warehouse_path("test_case_ratings", benchmark)
-    if not store.exists(path) or "flag" not in store.read_schema(path).names:
+def read_flags(test_case_ratings: Stored) -> pa.Table | None:
+    """A benchmark's ``test_case_id, flag`` columns; None where it is not rated, or was rated before the flags."""
+    if not test_case_ratings.exists or "flag" not in test_case_ratings.schema.names:
         return None
-    return store.read_table(path, columns=["test_case_id", "flag"])
+    return test_case_ratings.read(["test_case_id", "flag"])
 
 
 def mislabeled_ids(flags: pa.Table | None) -> list[str]:

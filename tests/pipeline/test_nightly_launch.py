@@ -86,9 +86,11 @@ def test_the_suite_fails_as_an_error_naming_each_offending_match(tmp_path):
 
     from agielo_dagster.domain.layout import warehouse_path
     from agielo_dagster.domain.store import Store
+    from agielo_dagster.domain.stored import Stored
 
     store = Store(str(tmp_path))
-    assert suite_result(store, "quiz").passed  # nothing stored: withdrawn
+    stored = [Stored.of(store, name, "quiz") for name in ("match_tables", "provisional_matches")]
+    assert suite_result(store, "quiz", *stored).passed  # nothing stored: withdrawn
     matches = pa.table(
         {
             "test_case_id": ["t1", "t2", "t1", "t1"],
@@ -98,7 +100,7 @@ def test_the_suite_fails_as_an_error_naming_each_offending_match(tmp_path):
         }
     )
     store.write_bytes(warehouse_path("match_tables", "quiz"), parquet_bytes(matches))
-    result = suite_result(store, "quiz")
+    result = suite_result(store, "quiz", *stored)
     assert not result.passed and result.severity == dg.AssetCheckSeverity.ERROR
     assert "expect_column_values_to_be_between(score) failed on 1 match(es): row 2 (agent a, test case t2): 1.5" in (
         result.description

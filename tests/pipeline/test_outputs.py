@@ -6,10 +6,10 @@ import pyarrow as pa
 import pytest
 from agielo_dagster.assets.common import RUN_TAG, benchmark_asset
 from agielo_dagster.assets.partitions import benchmark_partitions
-from agielo_dagster.resources.warehouse import Stored
 
 from agielo_dagster.definitions import build_definitions, defs
 from agielo_dagster.domain.layout import warehouse_path
+from agielo_dagster.domain.stored import Stored
 from agielo_dagster.pending import assets_defs_of, rating_keys
 
 from .conftest import write_benchmark
