@@ -20,6 +20,7 @@ from .assets.sources import SOURCES, incoming_logs, raw_uploads, upload_problems
 from .domain.inputs import NO_LOGS, Listing, RawTopLevel, benchmark_listings, incoming_digest, problems_digest, scan_raw
 from .domain.layout import INCOMING_LEDGER
 from .domain.store import Store
+from .domain.stored import Stored
 from .freshness import CODE_VERSION, DATA_VERSION, Graph, Records, latest_data_version, why_stale
 
 LEDGER = dg.AssetKey("upload_ledger")
@@ -123,7 +124,7 @@ def leaderboard_selection(instance: dg.DagsterInstance, graph: Graph, store: Sto
     """What of the leaderboard across benchmarks needs a run: all of it when it was never made while some benchmark is
     rated, when its code changed or its data version (the digest of the benchmarks' inputs) is not today's; its pages
     alone when only theirs changed; nothing when it is current."""
-    from .assets.leaderboard import NO_BENCHMARKS, pool_digest, stored_ratings
+    from .assets.leaderboard import NO_BENCHMARKS, pool_digest
 
     records = Records(instance)
 
@@ -132,7 +133,9 @@ def leaderboard_selection(instance: dg.DagsterInstance, graph: Graph, store: Sto
         declared = graph.code_versions.get(key)
         return record is None or bool(declared and record.asset_materialization.tags.get(CODE_VERSION) != declared)
 
-    digest = pool_digest(stored_ratings(store, instance.get_dynamic_partitions(benchmark_partitions.name)))
+    digest = pool_digest(
+        {b: Stored.of(store, "agent_ratings", b) for b in instance.get_dynamic_partitions(benchmark_partitions.name)}
+    )
     record = records.latest(LEADERBOARD, None, source=False)
     if record is None and digest == NO_BENCHMARKS:
         return []

@@ -8,7 +8,7 @@ inputs digests: ``agielo run`` and the sensor materialize it when that digest, o
 
 import hashlib
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 
 import dagster as dg
 import pandas as pd
@@ -40,16 +40,12 @@ def rated(agent_ratings: Mapping[str, Stored]) -> dict[str, Stored]:
     return {b: agent_ratings[b] for b in sorted(agent_ratings) if agent_ratings[b].exists}
 
 
-def stored_ratings(store: Store, benchmarks: Iterable[str]) -> dict[str, Stored]:
-    """What the leaderboard's ``agent_ratings`` input loads as, for the sensor: a handle per benchmark partition."""
-    return {b: Stored.of(store, "agent_ratings", b) for b in benchmarks}
-
-
 NO_BENCHMARKS = "no benchmark rated"
 
 
 def pool_digest(agent_ratings: Mapping[str, Stored]) -> str:
-    """What the leaderboard was made from: every rated benchmark's inputs digest (``NO_BENCHMARKS`` with none)."""
+    """What the leaderboard was made from: every rated benchmark's inputs digest (``NO_BENCHMARKS`` with none), of
+    the ``agent_ratings`` its step loads (a handle per benchmark partition)."""
     ratings = rated(agent_ratings)
     if not ratings:
         return NO_BENCHMARKS

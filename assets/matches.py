@@ -28,10 +28,8 @@ def previous_match_table(storage: ObjectStorage, benchmark: str, asset: str = "m
     The step's own previous output, so not an input (Dagster has no self-dependency on a dynamic partition): read
     through the handle its inputs load as."""
     stored = Stored.of(storage.store, asset, benchmark)
-    if not stored.exists:
-        return None
     try:
-        return stored.read()
+        return stored.read() if stored.exists else None
     except (OSError, ValueError):
         return None
 

@@ -11,25 +11,14 @@ __all__ = [
     "SMALL_TABLE_BYTES",
     "parquet_bytes",
     "parts_where",
-    "rows_where",
     "table_from_bytes",
     "write_parquet",
 ]
 
 
-def rows_where(file, columns: list[str] | None, where: Mapping[str, str]):
-    """The rows of a parquet file where every ``column`` equals its value, read row group by row group."""
-    import pyarrow as pa
-
-    parts = list(parts_where(file, columns, where))
-    if not parts:
-        schema = file.schema_arrow
-        return schema.empty_table().select(columns) if columns is not None else schema.empty_table()
-    return pa.concat_tables(parts)
-
-
 def parts_where(file, columns: list[str] | None, where: Mapping[str, str]):
-    """:func:`rows_where` a row group at a time, skipping the row groups whose statistics exclude a value."""
+    """The rows of a parquet file where every ``column`` equals its value, a row group at a time, skipping the row
+    groups whose statistics exclude a value."""
     import pyarrow as pa
     import pyarrow.compute as pc
 

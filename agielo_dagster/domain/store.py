@@ -27,7 +27,7 @@ from operator import attrgetter
 import fsspec
 
 from .contract import MAX_LOG_BYTES
-from .parquet_io import parquet_bytes, parts_where, rows_where, write_parquet
+from .parquet_io import parquet_bytes, parts_where, write_parquet
 
 __all__ = [
     "StorageError",
@@ -443,18 +443,9 @@ class Store:
         *,
         columns: list[str] | None = None,
         read_dictionary: list[str] | None = None,
-        where: Mapping[str, str] | None = None,
     ):
-        """A parquet file as a pyarrow Table (natively: arrow never calls back into a Python file object).
-
-        ``where={column: value, …}`` keeps only the rows where every string ``column`` equals its
-        ``value``, one row group at a time, skipping the row groups whose statistics exclude a
-        value: memory is the rows kept plus one row group's columns.
-        """
-        file = self._parquet_file(path, read_dictionary)
-        if not where:
-            return file.read(columns=columns, use_threads=False)
-        return rows_where(file, columns, where)
+        """A parquet file as a pyarrow Table (natively: arrow never calls back into a Python file object)."""
+        return self._parquet_file(path, read_dictionary).read(columns=columns, use_threads=False)
 
     def read_parts(
         self,
@@ -464,7 +455,10 @@ class Store:
         read_dictionary: list[str] | None = None,
         where: Mapping[str, str] | None = None,
     ):
-        """:meth:`read_table` a row group at a time (a generator): memory is one row group, however large the file."""
+        """:meth:`read_table` a row group at a time (a generator): memory is one row group, however large the file.
+
+        ``where={column: value, …}`` keeps only the rows where every string ``column`` equals its ``value``,
+        skipping the row groups whose statistics exclude a value."""
         yield from parts_where(self._parquet_file(path, read_dictionary), columns, where or {})
 
     def _parquet_file(self, path: str, read_dictionary: list[str] | None):

@@ -1,7 +1,7 @@
 """A stored output of the warehouse IO manager, read lazily: what every asset's input loads as.
 
-Nothing is read until asked: the footer's inputs digest alone, some columns, the rows where a column has a value,
-or a stream, so that a step whose inputs did not change costs a footer read, and a wide benchmark's steps read only
+Nothing is read until asked: the footer's inputs digest alone, some columns, or a stream (of the rows where a column
+has a value), so that a step whose inputs did not change costs a footer read, and a wide benchmark's steps read only
 the columns they use.
 """
 
@@ -44,13 +44,13 @@ class Stored:
     def _ids(self) -> list[str]:
         return [c for c in DICTIONARY_COLUMNS if c in self.schema.names]
 
-    def read(self, columns: list[str] | None = None, where: dict | None = None) -> pa.Table:
-        """The table (its footer's metadata kept), ids dictionary-encoded; ``where={column: value}`` keeps the rows
-        where every named string column equals its value, row group by row group."""
-        return self.store.read_table(self.path, columns=columns, read_dictionary=self._ids(), where=where)
+    def read(self, columns: list[str] | None = None) -> pa.Table:
+        """The table (its footer's metadata kept), ids dictionary-encoded."""
+        return self.store.read_table(self.path, columns=columns, read_dictionary=self._ids())
 
     def parts(self, columns: list[str] | None = None, where: dict | None = None):
-        """:meth:`read` a row group at a time (a generator)."""
+        """:meth:`read` a row group at a time (a generator); ``where={column: value}`` keeps the rows where every
+        named string column equals its value, skipping the row groups whose statistics exclude one."""
         return self.store.read_parts(self.path, columns=columns, read_dictionary=self._ids(), where=where)
 
     def source(self):

@@ -1,4 +1,4 @@
-"""Store.read_table's row filter: only the rows asked for, row group by row group."""
+"""Store.read_parts's row filter: only the rows asked for, row group by row group."""
 
 import io
 
@@ -24,16 +24,20 @@ def test_where_keeps_the_matching_rows_of_every_row_group(tmp_path):
     kinds = ["agent"] * 5 + ["test_case"] * 20 + ["agent"] * 2
     table = pa.table({"kind": kinds, "id": [f"x{i}" for i in range(len(kinds))], "mu": [float(i) for i in range(len(kinds))]})
     write(store, "warehouse/snap.parquet", table, row_group_size=4)
-    agents = store.read_table("warehouse/snap.parquet", where={"kind": "agent"})
+
+    def rows(**settings) -> pa.Table:
+        return pa.concat_tables(store.read_parts("warehouse/snap.parquet", **settings))
+
+    agents = rows(where={"kind": "agent"})
     assert agents.column("id").to_pylist() == ["x0", "x1", "x2", "x3", "x4", "x25", "x26"]
     assert agents.schema == table.schema
-    only = store.read_table("warehouse/snap.parquet", columns=["id"], read_dictionary=["id"], where={"kind": "agent"})
+    only = rows(columns=["id"], read_dictionary=["id"], where={"kind": "agent"})
     assert only.column_names == ["id"] and only.num_rows == 7
-    none = store.read_table("warehouse/snap.parquet", columns=["id", "mu"], where={"kind": "judge"})
+    none = rows(columns=["id", "mu"], where={"kind": "judge"})
     assert none.num_rows == 0 and none.column_names == ["id", "mu"]
-    both = store.read_table("warehouse/snap.parquet", columns=["mu"], where={"kind": "agent", "id": "x25"})
+    both = rows(columns=["mu"], where={"kind": "agent", "id": "x25"})
     assert both.column("mu").to_pylist() == [25.0]  # every condition holds, not only the first
-    assert store.read_table("warehouse/snap.parquet").num_rows == len(kinds)  # no filter: everything
+    assert rows().num_rows == len(kinds)  # no filter: everything
 
 
 def test_a_killed_writers_temporary_file_is_removed_at_once_others_by_age(tmp_path):
