@@ -88,7 +88,6 @@ def tag_coverage(tags: pa.Table, test_case_ratings: pa.Table | None, source: str
         ),
     },
     partitions_def=benchmark_partitions,
-    ins={"match_tables": dg.AssetIn(), "test_case_ratings": dg.AssetIn()},
 )
 def capabilities(context: dg.AssetExecutionContext, storage: ObjectStorage, match_tables: Stored, test_case_ratings: Stored):
     from agielo_dagster.domain.tags import abilities_of

@@ -27,7 +27,6 @@ def _nightly(description: str) -> dict:
 
 
 @dg.asset(
-    ins={"match_tables": dg.AssetIn(), "agent_ratings": dg.AssetIn()},
     **_nightly(
         "The benchmark's ratings against the AGI-Elo paper's Glicko pass, Plackett-Luce (ONEBench) and the mean "
         "metric: Kendall τ, Spearman ρ and top-k agreement of the agent rankings, per pair of methods, among the agents "
@@ -83,7 +82,6 @@ def estimator_comparison(context: dg.AssetExecutionContext, match_tables: Stored
 
 
 @dg.asset(
-    ins={"match_tables": dg.AssetIn()},
     **_nightly(
         "Bootstrap confidence intervals (resampling test cases) of agent ratings, competency gaps and "
         "Plackett-Luce ratings. Materialized nightly."
@@ -108,7 +106,6 @@ def rating_uncertainty(context: dg.AssetExecutionContext, config: UncertaintyCon
 
 
 @dg.asset(
-    ins={"match_tables": dg.AssetIn()},
     **_nightly(
         "The held-out predictive check beside reliability_reports: 5-fold over matches, each match predicted from "
         "ratings fitted without it; log-loss and Brier score (binary metrics) or MAE in metric units (graded), for "

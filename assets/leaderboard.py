@@ -72,15 +72,14 @@ def pool_digest(agent_ratings: Mapping[str, Stored]) -> str:
             "(that rating on the leaderboard's scale), pool_mu (its pooled rating) and its status there."
         ),
     },
-    ins={name: dg.AssetIn() for name in ("match_tables", "provisional_matches", "agent_ratings")},  # every benchmark's
 )
 def pooled_ratings(
     context: dg.AssetExecutionContext,
     config: LeaderboardConfig,
     storage: ObjectStorage,
-    match_tables: dict,
-    provisional_matches: dict,
-    agent_ratings: dict,
+    match_tables: dict[str, Stored],  # every benchmark's: not partitioned, the step loads each partition's handle
+    provisional_matches: dict[str, Stored],
+    agent_ratings: dict[str, Stored],
 ):
     from agielo_dagster.rating.pool import rate_pool
 

@@ -13,7 +13,6 @@ from .common import declared
 
 
 @dg.asset(
-    ins={name: dg.AssetIn() for name in ("agent_leaderboard", "benchmark_scales", "agent_benchmark_ratings")},
     **declared(
         "The explorer's index (warehouse/explorer/_index.html: the benchmarks on the leaderboard's scale, each linked "
         "to its explorer page, the leaderboard across them, each agent on each benchmark) and the leaderboard's report "

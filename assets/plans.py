@@ -39,7 +39,6 @@ class PlanConfig(dg.Config):
 
 
 @dg.asset(
-    ins={"test_case_ratings": dg.AssetIn(), "agent_ratings": dg.AssetIn()},
     **benchmark_asset(
         "The next test cases to evaluate a new agent on (a random sample by difficulty stratum of those not yet "
         "evaluated, more of it near the agent's rating; a partial upload is placed with stratum weights and stands for the "

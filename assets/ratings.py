@@ -53,7 +53,6 @@ TWIN_MAX_MATCHES = 250_000  # above it the yardstick stays null: 10 twins of 1,0
         ),
     },
     partitions_def=benchmark_partitions,
-    ins={"match_tables": dg.AssetIn(), "provisional_matches": dg.AssetIn()},
 )
 def ratings(context: dg.AssetExecutionContext, storage: ObjectStorage, match_tables: Stored, provisional_matches: Stored):
     from agielo_dagster.rating import RatingSettings, rate_parquet  # the engine (and numba) load when a run rates
@@ -325,7 +324,6 @@ def _placed_partial_uploads(
 
 
 @dg.asset(
-    ins={name: dg.AssetIn() for name in ("test_case_ratings", "agent_ratings", "input_manifests", "match_tables")},
     **benchmark_asset(
         "Each agent's gap to an oracle that solves every test case (50/90/99% confidence), the share of test "
         "cases it beats, its rank range and status (as in agent_ratings: main-component agents first, measured against the "

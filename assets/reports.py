@@ -41,11 +41,6 @@ TEST_CASE_COLUMNS = ["test_case_id", "mu", "sigma", "matches", "mean_metric", "c
 
 
 @dg.asset(
-    ins={
-        name: dg.AssetIn()
-        for name in ("test_case_ratings", "agent_ratings", "reliability_reports", "competency_gap_tables", "input_manifests")
-    }
-    | {name: dg.AssetIn() for name in ("match_tables", "test_case_tags", "slice_ratings", "ability_masses", "rating_snapshots")},
     **benchmark_asset(
         "The benchmark's figures (rating distribution, reliability, agent trajectories, calibration, competency "
         "gap) and its static HTML report; one row per artifact with its path, size and hash.",

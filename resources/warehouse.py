@@ -5,11 +5,9 @@ asset's code version are written into the file's key-value metadata (so the ware
 what each output was computed from, and by which code). Adds Dagster's standard metadata: ``dagster/row_count``, ``dagster/column_schema`` and
 ``dagster/uri``, the columns described by the engine's schema.
 
-Every input loads one way: as a :class:`Stored` handle that reads nothing until asked, so that each step reads what
-it needs (the footer's inputs digest alone, some columns, the rows where a column has a value, or a stream) and a
-step whose inputs did not change costs a footer read. A non-partitioned asset that reads a partitioned one gets
-``{partition: Stored}``. An output of ``None`` is a withdrawal (its benchmark has no accepted upload left): the file
-is removed, and its handle says ``exists == False``.
+Every input loads as a lazy :class:`~agielo_dagster.domain.stored.Stored` handle; a non-partitioned asset reading a
+partitioned one gets ``{partition: Stored}``. An output of ``None`` is a withdrawal (its benchmark has no accepted
+upload left): the file is removed, and its handle says ``exists == False``.
 """
 
 import gc

@@ -210,7 +210,7 @@ def test_engine_modules_import_each_other_without_a_cycle():
 
 
 def test_assets_load_their_inputs_one_way():
-    """Every asset reads what it declares as an input, through the IO manager's handle (``domain/stored.py``): no
+    """Every asset reads what it takes as an input (a parameter named after the asset), through the IO manager's handle (``domain/stored.py``): no
     asset module reads the warehouse by path. The only handles an asset builds itself are of its own previous
     outputs, which Dagster cannot declare as inputs (no self-dependency), in a ``previous_*`` function."""
     from agielo_dagster.definitions import defs
@@ -223,7 +223,7 @@ def test_assets_load_their_inputs_one_way():
     by_path = re.compile(r"\b(warehouse_path|read_table|read_parts|read_schema|parquet_metadata|parquet_source)\(")
     for path in sorted((REPO / "assets").glob("*.py")):
         text = path.read_text(encoding="utf-8")
-        assert not by_path.search(text), f"{path.name} reads the warehouse by path: declare an input (dg.AssetIn)"
+        assert not by_path.search(text), f"{path.name} reads the warehouse by path: take it as an input"
         for function in (n for n in ast.walk(ast.parse(text)) if isinstance(n, ast.FunctionDef)):
             for call in (n for n in ast.walk(function) if isinstance(n, ast.Call) and ast.unparse(n.func) == "Stored.of"):
                 assert function.name.startswith("previous_"), f"{path.name}:{function.name} builds a handle to an input"
