@@ -210,9 +210,10 @@ def test_engine_modules_import_each_other_without_a_cycle():
 
 
 def test_assets_load_their_inputs_one_way():
-    """Every asset reads what it takes as an input (a parameter named after the asset), through the IO manager's handle (``domain/stored.py``): no
-    asset module reads the warehouse by path. The only handles an asset builds itself are of its own previous
-    outputs, which Dagster cannot declare as inputs (no self-dependency), in a ``previous_*`` function."""
+    """Every asset reads what it takes as an input (a parameter named after the asset) through the IO manager's
+    handle (``domain/stored.py``): no asset module reads the warehouse by path. The only handles an asset builds
+    itself are of its own previous outputs, which Dagster cannot declare as inputs (no self-dependency), in a
+    ``previous_*`` function."""
     from agielo_dagster.definitions import defs
 
     own: dict[str, set[str]] = {}
