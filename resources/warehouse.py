@@ -116,12 +116,16 @@ class WarehouseIOManager(dg.ConfigurableIOManager):
         )
 
     def load_input(self, context: dg.InputContext) -> "Stored | dict[str, Stored]":
-        """The stored output's handle; ``{partition: handle}`` for a non-partitioned step reading a partitioned asset."""
+        """The stored output's handle: of the step's own benchmark in a benchmark's run (every partitioned asset is
+        partitioned by benchmark; an asset check is handed every partition, and checks the run's), ``{partition:
+        handle}`` for a step of no benchmark reading a partitioned asset."""
         step = _step_of(context)
         if step is None or step != self._collected_for:
             self._collected_for = step
             free_previous_steps()
-        if context.has_asset_partitions and not context.has_partition_key:
-            name = "/".join(context.asset_key.path)
-            return {p: Stored.of(self.storage.store, name, p) for p in context.asset_partition_keys}
-        return Stored(self.storage.store, self._path(context))
+        name, store = "/".join(context.asset_key.path), self.storage.store
+        if not context.has_asset_partitions:
+            return Stored.of(store, name)
+        if context.has_partition_key:
+            return Stored.of(store, name, context.partition_key)
+        return {p: Stored.of(store, name, p) for p in context.asset_partition_keys}
