@@ -36,10 +36,6 @@ from .common import benchmark_asset, frame_table, retried_on_storage_errors
 HARDEST_SHOWN = 10
 
 
-# what the figures, the report and the explorer show of the test cases: not the rating histories (two columns per level)
-TEST_CASE_COLUMNS = ["test_case_id", "mu", "sigma", "matches", "mean_metric", "component", *SUSPECT_COLUMNS[1:-1]]
-
-
 @dg.asset(
     **benchmark_asset(
         "The benchmark's figures (rating distribution, reliability, agent trajectories, calibration, competency "
@@ -66,6 +62,7 @@ def benchmark_reports(
     from agielo_dagster.domain import figures as figs
     from agielo_dagster.domain.explorer import render_explorer
     from agielo_dagster.domain.report import png_data_uri, render_report
+    from agielo_dagster.domain.trajectories import streamed_trajectories
     from agielo_dagster.rating import binned_calibration
 
     benchmark = context.partition_key
@@ -87,11 +84,8 @@ def benchmark_reports(
         return dg.Output(None, metadata={"withdrawn": True})
     with retried_on_storage_errors(context):
         digest = competency_gap_tables.digest
-        ratings, matches, cases = (
-            agent_ratings.read(),
-            match_tables.read(list(MATCH_COLUMNS)),
-            test_case_ratings.read(TEST_CASE_COLUMNS),
-        )
+        ratings, matches = agent_ratings.read(), match_tables.read(list(MATCH_COLUMNS))
+        cases = test_case_ratings.read([*REPORT_TEST_CASE_COLUMNS, *SUSPECT_COLUMNS[1:-1]])  # not the rating histories
         manifests, tags, slices, masses = (t.read() for t in (input_manifests, test_case_tags, slice_ratings, ability_masses))
         gaps, reliability = competency_gap_tables.read().to_pandas(), reliability_reports.read().to_pandas()
     agents = ratings.to_pandas()
@@ -122,8 +116,9 @@ def benchmark_reports(
                 main_cases, on_scale, title=f"{benchmark}: difficulty and competency"
             ),
             "reliability_curves": figs.reliability_curves(reliability, title=f"{benchmark}: reliability"),
-            "agent_trajectories": figs.agent_trajectories(
-                agent_trajectories(rating_snapshots), title=f"{benchmark}: agent ratings"
+            "agent_trajectories": figs.agent_trajectories(  # streamed: the agents' row groups alone are read
+                streamed_trajectories(lambda: rating_snapshots.parts(["fraction", "id", "mu"], where={"kind": "agent"})),
+                title=f"{benchmark}: agent ratings",
             ),
             "calibration": figs.calibration(calibration, title=f"{benchmark}: calibration"),
             "competency_gap": figs.competency_gap(gaps_on_scale, title=f"{benchmark}: competency gap"),
@@ -197,15 +192,6 @@ def benchmark_reports(
             **{f"figure_{name}": dg.MetadataValue.md(f"![{name}]({png_data_uri(png)})") for name, png in pngs.items()},
         },
     )
-
-
-def agent_trajectories(snapshots: Stored):
-    """What the trajectories figure draws, streamed from the stored snapshot table a row group at a time: only the
-    agents' row groups are read (a wide benchmark's test-case rows are skipped by their statistics), and only the
-    drawn agents' rows are kept (a tall benchmark's 100 rows an agent are not converted)."""
-    from agielo_dagster.domain.trajectories import streamed_trajectories
-
-    return streamed_trajectories(lambda: snapshots.parts(["fraction", "id", "mu"], where={"kind": "agent"}))
 
 
 REPORT_TEST_CASE_COLUMNS = ("test_case_id", "mu", "sigma", "matches", "mean_metric", "component")

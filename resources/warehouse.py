@@ -89,12 +89,10 @@ class WarehouseIOManager(dg.ConfigurableIOManager):
     storage: dg.ResourceDependency[ObjectStorage]
     _collected_for: tuple[str, str] | None = PrivateAttr(default=None)  # the step whose garbage was last collected
 
-    def _path(self, context: dg.OutputContext | dg.InputContext) -> str:
-        name = "/".join(context.asset_key.path)
-        return warehouse_path(name, context.asset_partition_key if context.has_asset_partitions else None)
-
     def handle_output(self, context: dg.OutputContext, obj) -> None:
-        path = self._path(context)
+        path = warehouse_path(
+            "/".join(context.asset_key.path), context.asset_partition_key if context.has_asset_partitions else None
+        )
         store = self.storage.store
         if obj is None:
             store.remove(path)

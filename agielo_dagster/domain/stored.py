@@ -1,9 +1,5 @@
-"""A stored output of the warehouse IO manager, read lazily: what every asset's input loads as.
-
-Nothing is read until asked: the footer's inputs digest alone, some columns, or a stream (of the rows where a column
-has a value), so that a step whose inputs did not change costs a footer read, and a wide benchmark's steps read only
-the columns they use.
-"""
+"""A stored output of the warehouse IO manager, read lazily: what every asset's input loads as. Nothing is read until
+asked (the footer's inputs digest alone, some columns, or a stream), so a step reads only what it uses."""
 
 from dataclasses import dataclass
 

@@ -40,8 +40,8 @@ def test_every_per_benchmark_output_is_run_by_its_job():
 def agent_count(agent_ratings: Stored) -> dg.Output:
     if not agent_ratings.exists:  # withdrawn
         return dg.Output(None)
-    agents = agent_ratings.read(["agent_id"]).num_rows
-    return dg.Output(pa.table({"agents": [agents]}), metadata={"inputs_digest": agent_ratings.digest})
+    agents = pa.table({"agents": [agent_ratings.read(["agent_id"]).num_rows]})
+    return dg.Output(agents, metadata={"inputs_digest": agent_ratings.digest})
 
 
 @pytest.mark.slow  # two rating runs and a tidying (about 10 s alone, 30 s on busy cores)
