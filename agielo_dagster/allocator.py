@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import ctypes
 import os
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["MMAP_THRESHOLD", "return_freed_memory", "reusing_freed_memory"]
+__all__ = ["MMAP_THRESHOLD", "give_back_freed_memory", "return_freed_memory", "reusing_freed_memory"]
 
 MMAP_THRESHOLD = 128 << 10
 REUSE_THRESHOLD = 32 << 20  # glibc's own ceiling for its adaptive threshold (64-bit)
@@ -40,6 +41,16 @@ def return_freed_memory() -> None:
     libc = _libc()
     if libc is not None:
         libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)
+
+
+def give_back_freed_memory() -> None:
+    """Hand what the process freed so far back to the system (Arrow's pool, glibc's heap): between steps, so that a
+    step starts from what is alive, not from the last one's peak."""
+    if "pyarrow" in sys.modules:
+        sys.modules["pyarrow"].default_memory_pool().release_unused()
+    libc = _libc()
+    if libc is not None:
+        libc.malloc_trim(0)
 
 
 @contextmanager

@@ -3,7 +3,6 @@
 import dagster as dg
 
 from .assets.common import RUN_TAG
-from .hooks import RELEASE_MEMORY
 from .housekeeping import tidy_warehouse
 from .runs import RERATE_TAG
 
@@ -17,7 +16,6 @@ SUITE = dg.AssetSelection.checks(dg.AssetCheckKey(dg.AssetKey("raw_uploads"), "u
 rate_benchmarks = dg.define_asset_job(
     "rate_benchmarks",
     selection=RATE_SELECTION,
-    hooks=RELEASE_MEMORY,
     description="Bring a benchmark up to date: validate new or changed uploads, then rebuild its match table, "
     "ratings, reliability report, competency gaps and report when the accepted uploads changed.",
 )
@@ -26,7 +24,6 @@ rate_benchmarks_nightly = dg.define_asset_job(
     "rate_benchmarks_nightly",
     selection=RATE_SELECTION | SUITE | dg.AssetSelection.tag(RUN_TAG, "nightly"),
     tags={RERATE_TAG: "true"},
-    hooks=RELEASE_MEMORY,
     description="Everything rate_benchmarks does, always re-rating, plus estimator comparison, bootstrap uncertainty "
     "and the great_expectations suite over the accepted matches.",
 )
@@ -46,7 +43,6 @@ plan_placement = dg.define_asset_job(
 rate_leaderboard = dg.define_asset_job(
     "rate_leaderboard",
     selection=dg.AssetSelection.groups("leaderboard"),
-    hooks=RELEASE_MEMORY,
     description="Re-fit the leaderboard across every benchmark (from its last fit) and its pages, once benchmarks "
     "were rated; run by `agielo run` and the sensor when the benchmarks' ratings or its code changed.",
 )

@@ -8,6 +8,7 @@ touched file: nothing to re-rate). The nightly job (``agielo/rerate``) always re
 import dagster as dg
 import pyarrow as pa
 from agielo_dagster.resources.storage import ObjectStorage
+from agielo_dagster.resources.warehouse import free_previous_steps
 
 from agielo_dagster.domain.ledger import read_ledger
 from agielo_dagster.domain.lineage import RATING_VERSION
@@ -61,6 +62,7 @@ def match_tables(context: dg.AssetExecutionContext, storage: ObjectStorage):
     if context.run.tags.get(RERATE_TAG) != "true" and not why_stale(context.instance, own, key, benchmark):
         context.log.info(f"{benchmark}: the accepted inputs and the code are those of the last match table; nothing to re-rate")
         return
+    free_previous_steps()  # the ledger's step, before it: this step reads its data itself
     with retried_on_storage_errors(context):
         ledger = read_ledger(storage.store, benchmark)
         if ledger is None or not ledger.accepted:

@@ -34,7 +34,6 @@ SCHEDULING = frozenset(
         "definitions",
         "demo",
         "freshness",
-        "hooks",
         "housekeeping",
         "jobs",
         "pending",
