@@ -65,6 +65,7 @@ def test_asset_graph(dev_server):
         "test_case_ratings",
         "agent_ratings",
         "input_manifests",
+        "match_tables",  # the metric range it states
     }
     assert {"/".join(d["path"]) for d in nodes["benchmark_reports"]["dependencyKeys"]} == {
         "test_case_ratings",

@@ -89,11 +89,18 @@ def test_slices_and_queries_rate_the_smallest_errors_best(diabetes_benchmark, me
     np.testing.assert_allclose(by_metric.set_index("agent_id")["rating"].loc[query.index], query, atol=1e-9)
 
 
-def test_nightly_estimator_comparison_agrees_on_a_lower_is_better_benchmark(diabetes_benchmark):
+def test_nightly_estimator_comparison_agrees_on_a_lower_is_better_benchmark(diabetes_benchmark, tmp_path):
+    import pyarrow as pa
+
+    from agielo_dagster.domain.store import Store
+    from agielo_dagster.domain.stored import Stored
     from assets.estimators import estimator_comparison
 
     agents = rate(diabetes_benchmark, orders=2, with_reliability=False).agents
-    context = dg.build_asset_context()
-    table = estimator_comparison(context, diabetes_benchmark, agents)
+    store = Store(str(tmp_path))
+    for name, frame in (("match_tables", diabetes_benchmark), ("agent_ratings", agents)):  # as the IO manager stores them
+        store.write_parquet(Stored.of(store, name, "diabetes").path, pa.Table.from_pandas(frame, preserve_index=False))
+    inputs = [Stored.of(store, name, "diabetes") for name in ("match_tables", "agent_ratings")]
+    table = estimator_comparison(dg.build_asset_context(), *inputs)
     # every pair of methods ranks the regressors alike; the raw-metric Plackett-Luce gave ρ ≈ −0.9 against AGI-Elo
     assert (table["spearman"] > 0.8).all(), table
