@@ -54,10 +54,10 @@ TIE = 1e-6
 """Elo: ratings closer than this are tied (a re-rating started from another fit leaves two mathematically equal ratings
 about 1e-10 Elo apart)."""
 MAX_CHALLENGERS = 20
-RECENT = 3
-"""Re-ratings kept to start the next from the nearest (each holds a logistic fit's per-match arrays)."""
 """Challengers whose predicted prefixes are verified by re-rating, those predicted shortest first (a tall benchmark's
 tier can be every agent; the answer stays a verified upper bound)."""
+RECENT = 3
+"""Re-ratings kept to start the next from the nearest (each holds a logistic fit's per-match arrays)."""
 
 
 @dataclass(frozen=True)
@@ -250,15 +250,18 @@ def _ranked_removals(
     state = search.whole.state if search.whole is not None and len(m) == len(search.m) else None
     if state is None and search.settings.model != "glicko":
         state = fitted_ratings(m, search.settings, search.whole).state
-    e = 1.0 / (1.0 + 10.0 ** ((t_mu[m.test_case] - a_mu[m.agent]) / 400.0))
-    residual = m.score - e
-    information = np.bincount(m.agent, Q * e * (1.0 - e), m.n_agents)
     if state is not None:
         delta = np.array(gap_steps(m, state, leader, challengers)).reshape(len(challengers), m.n_test_cases)
-    else:  # change of μ_L − μ_C when the test case goes: each one's own score equation
-        own = np.zeros((m.n_agents, m.n_test_cases))
-        own[m.agent, m.test_case] = residual / np.maximum(information[m.agent], 1e-12)
-        delta = own[challengers] - own[leader]
+    else:  # change of μ_L − μ_C when the test case goes: each one's own score equation, the leader's row first
+        row = np.full(m.n_agents, -1)
+        row[[leader, *challengers]] = np.arange(len(challengers) + 1)
+        mine = row[m.agent] >= 0  # only these agents' rows: not agents × test cases
+        a, t = m.agent[mine], m.test_case[mine]
+        e = 1.0 / (1.0 + 10.0 ** ((t_mu[t] - a_mu[a]) / 400.0))
+        information = np.bincount(a, Q * e * (1.0 - e), m.n_agents)
+        own = np.zeros((len(challengers) + 1, m.n_test_cases))
+        own[row[a], t] = (m.score[mine] - e) / np.maximum(information[a], 1e-12)
+        delta = own[1:] - own[0]
     gap = a_mu[leader] - a_mu[np.asarray(challengers)]
     order = np.argsort(delta, axis=1, kind="stable")
     ranked = np.take_along_axis(delta, order, axis=1)
