@@ -71,12 +71,14 @@ def ratings(context: dg.AssetExecutionContext, storage: ObjectStorage, match_tab
     # straight from the parquet file, a row group at a time: no match table is held in memory
     settings = RatingSettings(seed=SEED, model=model)  # benchmark.yaml's model, the engine's defaults otherwise
     result = rate_parquet(source, settings=settings)
-    kept, exclusion, moves = None, {}, None
-    if exclude:  # benchmark.yaml's exclude: re-rated without the test cases it names or flags
+    # the rated matches, read once for what needs them in memory: an exclusion, the twins, fragility (each has a limit)
+    matches, exclusion, moves = None, {}, None
+    if exclude or result.n_matches <= max(TWIN_MAX_MATCHES, FRAGILITY_MAX_MATCHES):
         with retried_on_storage_errors(context):
             matches = match_tables.read(list(MATCH_COLUMNS))
-        kept, exclusion, result, moves = rated_without(context, matches, result, exclude, settings)
-    reliability_table, yardstick = reliability_with_yardstick(context, match_tables, result, kept)
+    if exclude:  # benchmark.yaml's exclude: re-rated without the test cases it names or flags
+        matches, exclusion, result, moves = rated_without(context, matches, result, exclude, settings)
+    reliability_table, yardstick = reliability_with_yardstick(result, matches)
     agent_table = with_provisional_agents(result.agents, result.test_cases, partial, model)
     agents = agent_table.to_pandas().sort_values(["rank", "mu", "agent_id"], ascending=[True, False, True])
     by_status = agents["status"].value_counts()
@@ -87,7 +89,7 @@ def ratings(context: dg.AssetExecutionContext, storage: ObjectStorage, match_tab
     hardest = hardest.take(pc.select_k_unstable(key, 10, [("mu", "descending")])).to_pandas().dropna(subset=["mu"])
     # fragility of #1 (issue 22), re-rated as the ratings were: in the metadata, and in the table's own parquet
     # metadata, which the report and the explorer read
-    fragility = fragility_metadata(context, match_tables, agents, result, kept)
+    fragility = fragility_metadata(context, agents, result, matches)
     recorded = {**(agent_table.schema.metadata or {}), FRAGILITY_KEY.encode(): json.dumps(fragility, sort_keys=True).encode()}
     if moves is not None:  # what the exclusion changed, for the report
         recorded[EXCLUSION_KEY.encode()] = json.dumps(moves, sort_keys=True, default=float).encode()
@@ -207,10 +209,11 @@ FRAGILITY_MAX_MATCHES = 200_000
 simulated matches: 11 re-ratings, about 8 times one `rate` call), which would dominate a leaderboard's re-rating."""
 
 
-def fragility_metadata(context, stored: Stored, agents: pd.DataFrame, result, matches=None) -> dict:
+def fragility_metadata(context, agents: pd.DataFrame, result, matches: pa.Table | None) -> dict:
     """``fragility_of_first`` and its companions for ``agent_ratings``: the fewest test cases whose removal
     changes who is first, among the jointly rated agents of the main component, against the top tier
-    (``rank == 1``: the agents whose intervals overlap the leader's), from ``result``'s fit."""
+    (``rank == 1``: the agents whose intervals overlap the leader's), from ``result``'s fit and its ``matches``
+    (the match table's, less any test case benchmark.yaml excludes; None only above the limit)."""
     from agielo_dagster.rating.fragility import fragility_of_first
 
     joint = agents[agents["status"] == "rated"]  # the main component's jointly rated agents
@@ -218,9 +221,6 @@ def fragility_metadata(context, stored: Stored, agents: pd.DataFrame, result, ma
         return {"fragility_method": "not computed: fewer than 2 jointly rated agents"}
     if result.n_matches > FRAGILITY_MAX_MATCHES:
         return {"fragility_method": f"not computed: {result.n_matches:,} matches (limit {FRAGILITY_MAX_MATCHES:,})"}
-    if matches is None:  # the rated matches: the match table's, less any test case benchmark.yaml excludes
-        with retried_on_storage_errors(context):
-            matches = stored.read(list(MATCH_COLUMNS))
     ids = joint["agent_id"].astype(str)
     tier = ids[joint["rank"] == 1].tolist()
     try:
@@ -234,15 +234,13 @@ def fragility_metadata(context, stored: Stored, agents: pd.DataFrame, result, ma
 # ---------------------------------------------------------------------------------------------
 
 
-def reliability_with_yardstick(context: dg.AssetExecutionContext, stored: Stored, result, matches=None):
-    """The reliability table with the twins' yardstick on its 100 % row (null columns above ``TWIN_MAX_MATCHES``)."""
+def reliability_with_yardstick(result, matches: pa.Table | None):
+    """The reliability table with the twins' yardstick on its 100 % row (null columns above ``TWIN_MAX_MATCHES``);
+    ``matches`` as :func:`fragility_metadata` takes them."""
     from agielo_dagster.rating.reliability import calibration_twins, with_yardstick
 
     if result.n_matches > TWIN_MAX_MATCHES:
         return with_yardstick(result.reliability, None), None
-    if matches is None:
-        with retried_on_storage_errors(context):
-            matches = stored.read(list(MATCH_COLUMNS))
     yardstick = calibration_twins(matches, result, twins=TWINS, seed=SEED)
     return with_yardstick(result.reliability, yardstick), yardstick
 
