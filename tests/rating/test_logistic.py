@@ -165,3 +165,17 @@ def test_the_agents_variances_are_those_of_the_inverse_hessian(coverage, model, 
     expected = np.einsum("ij,jk,ik->i", centre, inverse, centre)
     variance = logistic.relative_variance(fit, data, component, sandwich=False)
     np.testing.assert_allclose(variance, expected, rtol=1e-10)
+
+
+def test_a_fit_with_its_spread_kept_keeps_it_and_solves_for_the_agents_alone():
+    """``fit_spread=False`` (the snapshots'): the prior variances stay as given, and at the whole fit's own spread the
+    agents' fixed point is the whole fit's."""
+    rng = np.random.default_rng(4)
+    m = encode_matches(simulate_matches(rng.normal(1500, 400, 25), rng.normal(1500, 400, 60), seed=4, coverage=0.7))
+    _, component, _ = components(m)
+    data = by_test_case(m)
+    whole = fit_logistic(data, component, binary=True)
+    kept = fit_logistic(data, component, binary=True, variances=whole.variances * 4.0, fit_spread=False)
+    np.testing.assert_array_equal(kept.variances, whole.variances * 4.0)
+    again = fit_logistic(data, component, binary=True, variances=whole.variances, fit_spread=False)
+    np.testing.assert_allclose(again.theta, whole.theta, atol=1e-5)
