@@ -106,6 +106,21 @@ def test_exclude_re_rates_without_the_flagged_and_named_test_cases(daemon, root)
     assert "Excluded test cases" not in (root / "warehouse/reports/quiz.html").read_text()
 
 
+def test_an_exclusion_and_a_tag_file_slice_the_rated_test_cases(daemon, root):
+    """benchmark.yaml's exclude meets a tag file: the slices place the agents on the rated test cases. The match table
+    keeps the excluded ones, which have no frozen rating, and the capabilities step failed on them."""
+    write_reversed(root, "quiz", ["tc_05", "tc_17"], spec="metric: correct\nscoring: identity\nexclude: [tc_00]\n")
+    ids = [f"tc_{i:02d}" for i in range(60)]
+    pd.DataFrame({"test_case_id": ids, "subject": ["math" if i % 2 else "code" for i in range(60)]}).to_csv(
+        root / "raw/quiz/test_cases.csv", index=False
+    )
+    runs = daemon.settle()
+    assert runs and all(run.success for run in runs)
+    slices = pd.read_parquet(root / "warehouse/slice_ratings/quiz.parquet")
+    assert set(slices["value"]) == {"math", "code"}
+    assert slices.groupby("value")["agent_id"].nunique().eq(len(AGENTS)).all()
+
+
 def test_a_provisional_agent_and_a_tag_file_leave_the_flags_as_they_are(daemon, root):
     write_reversed(root, "quiz", ["tc_05", "tc_17"])
     ids = [f"tc_{i:02d}" for i in range(60)]
