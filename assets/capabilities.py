@@ -15,6 +15,7 @@ from agielo_dagster.resources.storage import ObjectStorage
 from agielo_dagster.domain.copies import AcceptedCopies
 from agielo_dagster.domain.ledger import first_accepted, read_summary, read_tag_file
 from agielo_dagster.domain.lineage import RATING_VERSION
+from agielo_dagster.domain.matches import rated_matches
 from agielo_dagster.domain.meaning import level_words
 from agielo_dagster.domain.stored import Stored
 from agielo_dagster.rating.schema import MATCH_COLUMNS
@@ -122,10 +123,7 @@ def capabilities(context: dg.AssetExecutionContext, storage: ObjectStorage, matc
     slices = pd.DataFrame(columns=SLICE_COLUMNS)
     if tagged:
         with retried_on_storage_errors(context):
-            matches = match_tables.read(list(MATCH_COLUMNS))
-        # on the rated test cases only: benchmark.yaml's exclude leaves some out of the ratings, not of the match table
-        rated = test_cases.column("test_case_id").cast(pa.string())
-        matches = matches.filter(pc.is_in(matches.column("test_case_id"), value_set=rated.combine_chunks()))
+            matches = rated_matches(match_tables.read(list(MATCH_COLUMNS)), test_case_ratings)
         slices = slice_ratings(matches, test_cases, tags)
         del matches
         slices = slices.to_pandas() if isinstance(slices, pa.Table) else slices

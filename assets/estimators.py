@@ -11,6 +11,7 @@ import pandas as pd
 from agielo_dagster.resources.storage import ObjectStorage
 
 from agielo_dagster.domain.ledger import read_model, read_scoring
+from agielo_dagster.domain.matches import rated_matches
 from agielo_dagster.domain.stored import Stored
 from agielo_dagster.rating.schema import MATCH_COLUMNS
 
@@ -34,7 +35,9 @@ def _nightly(description: str) -> dict:
         "Materialized nightly."
     ),
 )
-def estimator_comparison(context: dg.AssetExecutionContext, match_tables: Stored, agent_ratings: Stored) -> pd.DataFrame | None:
+def estimator_comparison(
+    context: dg.AssetExecutionContext, match_tables: Stored, test_case_ratings: Stored, agent_ratings: Stored
+) -> pd.DataFrame | None:
     if not (match_tables.exists and agent_ratings.exists):
         return None  # withdrawn: no accepted upload left
     from scipy.stats import kendalltau, spearmanr
@@ -42,7 +45,7 @@ def estimator_comparison(context: dg.AssetExecutionContext, match_tables: Stored
     from agielo_dagster.rating import plackett_luce, rate
 
     agents = agent_ratings.read(["agent_id", "mu", "rank"]).to_pandas()
-    matches = match_tables.read(list(MATCH_COLUMNS)).to_pandas()
+    matches = rated_matches(match_tables.read(list(MATCH_COLUMNS)), test_case_ratings).to_pandas()
     # only agents with a rank are compared: a provisional, disconnected or unplaced agent has none (and no
     # matches in the joint table, or only in another component), so the other methods cannot rank it beside them
     ranked = agents[agents["rank"].notna()].astype({"agent_id": str})
@@ -76,6 +79,7 @@ def estimator_comparison(context: dg.AssetExecutionContext, match_tables: Stored
             "min_kendall_tau": float(table["kendall_tau"].min()) if len(table) else float("nan"),
             "agents_compared": len(ratings),
             "agents_left_out": len(agents) - len(ranked),
+            "matches": len(matches),
         }
     )
     return table
@@ -87,17 +91,21 @@ def estimator_comparison(context: dg.AssetExecutionContext, match_tables: Stored
         "Plackett-Luce ratings. Materialized nightly."
     ),
 )
-def rating_uncertainty(context: dg.AssetExecutionContext, config: UncertaintyConfig, match_tables: Stored) -> pd.DataFrame | None:
+def rating_uncertainty(
+    context: dg.AssetExecutionContext, config: UncertaintyConfig, match_tables: Stored, test_case_ratings: Stored
+) -> pd.DataFrame | None:
     if not match_tables.exists:
         return None  # withdrawn
     from agielo_dagster.rating import bootstrap
 
-    table = bootstrap(match_tables.read(list(MATCH_COLUMNS)).to_pandas(), n_resamples=config.resamples, seed=config.seed)
+    matches = rated_matches(match_tables.read(list(MATCH_COLUMNS)), test_case_ratings).to_pandas()
+    table = bootstrap(matches, n_resamples=config.resamples, seed=config.seed)
     ratings = table[table["quantity"] == "rating"].sort_values("estimate", ascending=False)
     context.add_output_metadata(
         {
             "resamples": config.resamples,
             "seed": config.seed,
+            "matches": len(matches),
             "rating_intervals": frame_table(ratings, ["agent_id", "estimate", "low", "high"], limit=10),
             "median_rating_ci_width": float(np.median(ratings["high"] - ratings["low"])),
         }
@@ -114,7 +122,9 @@ def rating_uncertainty(context: dg.AssetExecutionContext, config: UncertaintyCon
         "baselines and a verdict. Materialized nightly."
     ),
 )
-def reliability_heldout(context: dg.AssetExecutionContext, storage: ObjectStorage, match_tables: Stored) -> pd.DataFrame | None:
+def reliability_heldout(
+    context: dg.AssetExecutionContext, storage: ObjectStorage, match_tables: Stored, test_case_ratings: Stored
+) -> pd.DataFrame | None:
     if not match_tables.exists:
         return None  # withdrawn
     from agielo_dagster.rating import heldout_check
@@ -122,7 +132,8 @@ def reliability_heldout(context: dg.AssetExecutionContext, storage: ObjectStorag
 
     scoring = read_scoring(storage.store, context.partition_key)
     settings = {"model": read_model(storage.store, context.partition_key)}  # the benchmark's model, as rated
-    table = heldout_check(match_tables.read(list(MATCH_COLUMNS)), folds=5, seed=0, scoring=scoring, settings=settings).to_pandas()
+    matches = rated_matches(match_tables.read(list(MATCH_COLUMNS)), test_case_ratings)
+    table = heldout_check(matches, folds=5, seed=0, scoring=scoring, settings=settings).to_pandas()
     summary = {k: round(float(v), 4) if isinstance(v, float) else v for k, v in heldout_summary(table).items()}
     context.add_output_metadata({"check": frame_table(table, list(table.columns), limit=20, digits=4), **summary})
     return table

@@ -15,9 +15,9 @@ import pandas as pd
 from agielo_dagster.resources.storage import ObjectStorage
 
 from agielo_dagster.domain.ledger import higher_is_better
+from agielo_dagster.domain.matches import every_match, rated_matches
 from agielo_dagster.domain.store import Store
 from agielo_dagster.domain.stored import Stored
-from agielo_dagster.rating.schema import MATCH_COLUMNS
 from agielo_dagster.rating.settings import DEFAULT_LEVEL
 
 from .common import declared, frame_table, retried_on_storage_errors
@@ -79,6 +79,7 @@ def pooled_ratings(
     storage: ObjectStorage,
     match_tables: dict[str, Stored],  # every benchmark's: not partitioned, the step loads each partition's handle
     provisional_matches: dict[str, Stored],
+    test_case_ratings: dict[str, Stored],
     agent_ratings: dict[str, Stored],
 ):
     from agielo_dagster.rating.pool import rate_pool
@@ -88,7 +89,7 @@ def pooled_ratings(
         digest = pool_digest(agent_ratings)
         tables, own = {}, []
         for b, stored in rated(agent_ratings).items():
-            tables[b] = pooled_matches(match_tables[b], provisional_matches[b], b)
+            tables[b] = pooled_matches(match_tables[b], provisional_matches[b], test_case_ratings[b], b)
             ratings = stored.read(["agent_id", "mu", "status"]).to_pandas()
             own.append(ratings.astype({"agent_id": str}).assign(benchmark=b, higher_is_better=higher_is_better(store, b)))
         start = previous_fit(store)
@@ -159,21 +160,14 @@ def shown_ranks(leaderboard: pd.DataFrame) -> pd.DataFrame:
     return leaderboard.assign(**{c: leaderboard[c].astype("string").fillna("–") for c in ranks})
 
 
-def pooled_matches(match_tables: Stored, provisional_matches: Stored, benchmark: str):
-    """The benchmark's matches, encoded, its provisional agents' on the test cases it rates included: in Arrow
+def pooled_matches(match_tables: Stored, provisional_matches: Stored, test_case_ratings: Stored, benchmark: str):
+    """The benchmark's matches, its provisional agents' included, on the test cases it rates, encoded: in Arrow
     throughout (a wide benchmark's millions of test-case ids are never Python strings)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
     from agielo_dagster.rating.frames import encode_matches, plain_ids
 
-    joint = plain_ids(match_tables.read(list(MATCH_COLUMNS)))
-    partial = plain_ids(provisional_matches.read(list(MATCH_COLUMNS)))
-    if partial.num_rows:
-        known = pc.is_in(partial.column("test_case_id"), value_set=joint.column("test_case_id").combine_chunks())
-        joint = pa.concat_tables([joint, partial.filter(known).cast(joint.schema)])
+    rows = plain_ids(rated_matches(every_match(match_tables, provisional_matches), test_case_ratings))
     # the pool reads scores alone: the metric column is the score's very array (no copy)
-    return encode_matches(joint.append_column("metric", joint.column("score")), f"{benchmark}'s matches")
+    return encode_matches(rows.append_column("metric", rows.column("score")), f"{benchmark}'s matches")
 
 
 def previous_fit(store: Store):

@@ -24,7 +24,15 @@ from .ledger import Ledger
 from .store import Store
 from .stored import DICTIONARY_COLUMNS, Stored
 
-__all__ = ["MATCH_SCHEMA", "build_match_table", "every_match", "input_manifest", "manifest_of", "test_case_metadata"]
+__all__ = [
+    "MATCH_SCHEMA",
+    "build_match_table",
+    "every_match",
+    "input_manifest",
+    "manifest_of",
+    "rated_matches",
+    "test_case_metadata",
+]
 
 _DICT = pa.dictionary(pa.int32(), pa.string())
 MATCH_SCHEMA = pa.schema(
@@ -218,6 +226,20 @@ def every_match(match_tables: Stored, provisional_matches: Stored) -> pa.Table |
     if not tables:
         return None
     return pa.concat_tables([t.cast(tables[0].schema) for t in tables]) if len(tables) > 1 else tables[0]
+
+
+def rated_matches(matches: pa.Table, test_case_ratings: Stored) -> pa.Table:
+    """``matches`` (rows of a match table) on the test cases the benchmark rates, those of its stored
+    ``test_case_ratings``: benchmark.yaml's exclude leaves some out of the ratings, not of the match table.
+    ``matches`` themselves where every test case is rated; else their ids re-encoded, so that no excluded id lingers
+    in a dictionary (pandas would make a category of it)."""
+    rated = test_case_ratings.read(["test_case_id"]).column("test_case_id").cast(pa.string()).combine_chunks()
+    kept = pc.is_in(matches.column("test_case_id"), value_set=rated)
+    if pc.all(kept).as_py() is not False:
+        return matches
+    matches = matches.filter(kept)
+    ids = matches.column("test_case_id").cast(pa.string()).dictionary_encode()
+    return matches.set_column(matches.schema.get_field_index("test_case_id"), "test_case_id", ids)
 
 
 def input_manifest(ledger: Ledger) -> pa.Table:

@@ -9,7 +9,7 @@ import pytest
 
 from agielo_dagster.cli import RunSummary, print_summary
 
-from .conftest import write_benchmark, write_log
+from .conftest import QUIET, write_benchmark, write_log
 
 CHECK = "few_mislabeled_test_cases"
 AGENTS = np.linspace(900, 2100, 30)
@@ -119,6 +119,34 @@ def test_an_exclusion_and_a_tag_file_slice_the_rated_test_cases(daemon, root):
     slices = pd.read_parquet(root / "warehouse/slice_ratings/quiz.parquet")
     assert set(slices["value"]) == {"math", "code"}
     assert slices.groupby("value")["agent_id"].nunique().eq(len(AGENTS)).all()
+
+
+def test_an_exclusion_holds_for_the_nightly_estimators_and_the_leaderboard(daemon, root):
+    """Every reader of the benchmark's matches rates the test cases its ratings rate: the excluded ones stay in the
+    match table, and the estimators and the leaderboard once rated them."""
+    write_reversed(
+        root, "quiz", ["tc_05", "tc_17"], spec="metric: correct\nscoring: identity\nexclude: [likely_mislabeled, tc_00]\n"
+    )
+    write_log(root, "quiz", "newcomer", pd.DataFrame({"test_case_id": ["tc_00", "tc_01", "tc_02"], "correct": [1.0, 0.0, 1.0]}))
+    runs = daemon.settle()
+    assert runs and all(run.success for run in runs)
+    scales = pd.read_parquet(root / "warehouse/benchmark_scales/_all.parquet").set_index("benchmark")
+    assert scales.loc["quiz", "test_cases"] == 57
+    played = pd.read_parquet(root / "warehouse/agent_benchmark_ratings/_all.parquet").set_index("agent_id")["test_cases"]
+    assert (played.drop("newcomer") == 57).all() and played["newcomer"] == 2  # its tc_00 is excluded too
+    nightly = ["estimator_comparison", "rating_uncertainty", "reliability_heldout"]
+    result = daemon.defs.resolve_job_def("rate_benchmarks_nightly").execute_in_process(
+        run_config={**QUIET, "ops": {"rating_uncertainty": {"config": {"resamples": 5}}}},
+        instance=daemon.instance,
+        partition_key="quiz",
+        asset_selection=[dg.AssetKey(name) for name in nightly],
+    )
+    assert result.success
+    rated = 30 * 57
+    for name in nightly[:2]:
+        assert result.asset_materializations_for_node(name)[0].metadata["matches"].value == rated, name
+    heldout = pd.read_parquet(root / "warehouse/reliability_heldout/quiz.parquet")
+    assert (heldout["matches"] == rated).all()
 
 
 def test_a_provisional_agent_and_a_tag_file_leave_the_flags_as_they_are(daemon, root):

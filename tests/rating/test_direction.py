@@ -96,11 +96,12 @@ def test_nightly_estimator_comparison_agrees_on_a_lower_is_better_benchmark(diab
     from agielo_dagster.domain.stored import Stored
     from assets.estimators import estimator_comparison
 
-    agents = rate(diabetes_benchmark, orders=2, with_reliability=False).agents
+    result = rate(diabetes_benchmark, orders=2, with_reliability=False)
     store = Store(str(tmp_path))
-    for name, frame in (("match_tables", diabetes_benchmark), ("agent_ratings", agents)):  # as the IO manager stores them
+    stored = {"match_tables": diabetes_benchmark, "test_case_ratings": result.test_cases, "agent_ratings": result.agents}
+    for name, frame in stored.items():  # as the IO manager stores them
         store.write_parquet(Stored.of(store, name, "diabetes").path, pa.Table.from_pandas(frame, preserve_index=False))
-    inputs = [Stored.of(store, name, "diabetes") for name in ("match_tables", "agent_ratings")]
+    inputs = [Stored.of(store, name, "diabetes") for name in stored]
     table = estimator_comparison(dg.build_asset_context(), *inputs)
     # every pair of methods ranks the regressors alike; the raw-metric Plackett-Luce gave ρ ≈ −0.9 against AGI-Elo
     assert (table["spearman"] > 0.8).all(), table
