@@ -18,7 +18,6 @@ from agielo_dagster.domain.lineage import RATING_VERSION
 from agielo_dagster.domain.matches import rated_matches
 from agielo_dagster.domain.meaning import level_words
 from agielo_dagster.domain.stored import Stored
-from agielo_dagster.rating.schema import MATCH_COLUMNS
 
 from .common import benchmark_output, frame_table, retried_on_storage_errors
 from .partitions import benchmark_partitions
@@ -123,7 +122,7 @@ def capabilities(context: dg.AssetExecutionContext, storage: ObjectStorage, matc
     slices = pd.DataFrame(columns=SLICE_COLUMNS)
     if tagged:
         with retried_on_storage_errors(context):
-            matches = rated_matches(match_tables.read(list(MATCH_COLUMNS)), test_case_ratings)
+            matches = rated_matches(test_case_ratings, match_tables)
         slices = slice_ratings(matches, test_cases, tags)
         del matches
         slices = slices.to_pandas() if isinstance(slices, pa.Table) else slices

@@ -13,7 +13,6 @@ from agielo_dagster.resources.storage import ObjectStorage
 from agielo_dagster.domain.ledger import read_model, read_scoring
 from agielo_dagster.domain.matches import rated_matches
 from agielo_dagster.domain.stored import Stored
-from agielo_dagster.rating.schema import MATCH_COLUMNS
 
 from .common import benchmark_asset, frame_table
 
@@ -45,7 +44,7 @@ def estimator_comparison(
     from agielo_dagster.rating import plackett_luce, rate
 
     agents = agent_ratings.read(["agent_id", "mu", "rank"]).to_pandas()
-    matches = rated_matches(match_tables.read(list(MATCH_COLUMNS)), test_case_ratings).to_pandas()
+    matches = rated_matches(test_case_ratings, match_tables).to_pandas()
     # only agents with a rank are compared: a provisional, disconnected or unplaced agent has none (and no
     # matches in the joint table, or only in another component), so the other methods cannot rank it beside them
     ranked = agents[agents["rank"].notna()].astype({"agent_id": str})
@@ -98,7 +97,7 @@ def rating_uncertainty(
         return None  # withdrawn
     from agielo_dagster.rating import bootstrap
 
-    matches = rated_matches(match_tables.read(list(MATCH_COLUMNS)), test_case_ratings).to_pandas()
+    matches = rated_matches(test_case_ratings, match_tables).to_pandas()
     table = bootstrap(matches, n_resamples=config.resamples, seed=config.seed)
     ratings = table[table["quantity"] == "rating"].sort_values("estimate", ascending=False)
     context.add_output_metadata(
@@ -132,7 +131,7 @@ def reliability_heldout(
 
     scoring = read_scoring(storage.store, context.partition_key)
     settings = {"model": read_model(storage.store, context.partition_key)}  # the benchmark's model, as rated
-    matches = rated_matches(match_tables.read(list(MATCH_COLUMNS)), test_case_ratings)
+    matches = rated_matches(test_case_ratings, match_tables)
     table = heldout_check(matches, folds=5, seed=0, scoring=scoring, settings=settings).to_pandas()
     summary = {k: round(float(v), 4) if isinstance(v, float) else v for k, v in heldout_summary(table).items()}
     context.add_output_metadata({"check": frame_table(table, list(table.columns), limit=20, digits=4), **summary})

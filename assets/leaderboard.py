@@ -15,7 +15,7 @@ import pandas as pd
 from agielo_dagster.resources.storage import ObjectStorage
 
 from agielo_dagster.domain.ledger import higher_is_better
-from agielo_dagster.domain.matches import every_match, rated_matches
+from agielo_dagster.domain.matches import rated_matches
 from agielo_dagster.domain.store import Store
 from agielo_dagster.domain.stored import Stored
 from agielo_dagster.rating.settings import DEFAULT_LEVEL
@@ -165,7 +165,7 @@ def pooled_matches(match_tables: Stored, provisional_matches: Stored, test_case_
     throughout (a wide benchmark's millions of test-case ids are never Python strings)."""
     from agielo_dagster.rating.frames import encode_matches, plain_ids
 
-    rows = plain_ids(rated_matches(every_match(match_tables, provisional_matches), test_case_ratings))
+    rows = plain_ids(rated_matches(test_case_ratings, match_tables, provisional_matches))
     # the pool reads scores alone: the metric column is the score's very array (no copy)
     return encode_matches(rows.append_column("metric", rows.column("score")), f"{benchmark}'s matches")
 

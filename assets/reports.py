@@ -25,11 +25,10 @@ from agielo_dagster.domain.layout import (
 )
 from agielo_dagster.domain.ledger import first_accepted, higher_is_better, read_summary
 from agielo_dagster.domain.lineage import RATING_VERSION
-from agielo_dagster.domain.matches import test_case_metadata
+from agielo_dagster.domain.matches import rated_matches, test_case_metadata
 from agielo_dagster.domain.standing import fragility_of
 from agielo_dagster.domain.stored import Stored
 from agielo_dagster.domain.suspects import SUSPECT_COLUMNS, exclusion_of, suspect_table
-from agielo_dagster.rating.schema import MATCH_COLUMNS
 
 from .common import benchmark_asset, frame_table, retried_on_storage_errors
 
@@ -84,7 +83,7 @@ def benchmark_reports(
         return dg.Output(None, metadata={"withdrawn": True})
     with retried_on_storage_errors(context):
         digest = competency_gap_tables.digest
-        ratings, matches = agent_ratings.read(), match_tables.read(list(MATCH_COLUMNS))
+        ratings, matches = agent_ratings.read(), rated_matches(test_case_ratings, match_tables)
         cases = test_case_ratings.read([*REPORT_TEST_CASE_COLUMNS, *SUSPECT_COLUMNS[1:-1]])  # not the rating histories
         manifests, tags, slices, masses = (t.read() for t in (input_manifests, test_case_tags, slice_ratings, ability_masses))
         gaps, reliability = competency_gap_tables.read().to_pandas(), reliability_reports.read().to_pandas()

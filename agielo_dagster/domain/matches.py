@@ -219,20 +219,23 @@ def build_match_table(store: Store, ledger: Ledger, previous: pa.Table | None = 
     return pa.Table.from_arrays(columns, schema=MATCH_SCHEMA.with_metadata({_SPECS: _spec_versions(accepted)}))
 
 
-def every_match(match_tables: Stored, provisional_matches: Stored) -> pa.Table | None:
-    """A benchmark's stored matches (``MATCH_COLUMNS``), its provisional agents' (partial uploads) after the jointly
-    rated ones; None where neither is stored (never rated, or withdrawn)."""
-    tables = [s.read(list(MATCH_COLUMNS)) for s in (match_tables, provisional_matches) if s.exists]
+def every_match(*stored: Stored) -> pa.Table | None:
+    """A benchmark's stored matches (``MATCH_COLUMNS``) of ``stored`` in turn: its match table, then its provisional
+    agents' (partial uploads); None where none is stored (never rated, or withdrawn)."""
+    tables = [s.read(list(MATCH_COLUMNS)) for s in stored if s.exists]
     if not tables:
         return None
     return pa.concat_tables([t.cast(tables[0].schema) for t in tables]) if len(tables) > 1 else tables[0]
 
 
-def rated_matches(matches: pa.Table, test_case_ratings: Stored) -> pa.Table:
-    """``matches`` (rows of a match table) on the test cases the benchmark rates, those of its stored
-    ``test_case_ratings``: benchmark.yaml's exclude leaves some out of the ratings, not of the match table.
-    ``matches`` themselves where every test case is rated; else their ids re-encoded, so that no excluded id lingers
-    in a dictionary (pandas would make a category of it)."""
+def rated_matches(test_case_ratings: Stored, *stored: Stored) -> pa.Table | None:
+    """:func:`every_match` of ``stored`` on the test cases the benchmark rates, those of its ``test_case_ratings``:
+    benchmark.yaml's exclude leaves some out of the ratings, not of the match table. The matches as read where every
+    test case is rated; else their ids re-encoded, so that no excluded id lingers in a dictionary (pandas would make
+    a category of it)."""
+    matches = every_match(*stored)
+    if matches is None:
+        return None
     rated = test_case_ratings.read(["test_case_id"]).column("test_case_id").cast(pa.string()).combine_chunks()
     kept = pc.is_in(matches.column("test_case_id"), value_set=rated)
     if pc.all(kept).as_py() is not False:
