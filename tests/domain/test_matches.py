@@ -54,3 +54,38 @@ def test_agents_scored_under_another_spec_keep_theirs():
         "c": ("raw/q/c.csv", "raw/q/c.csv", "sha256:new"),
     }
     assert manifest_of(table.replace_schema_metadata(None)) == {}  # a table of other code: built from scratch
+
+
+def test_rated_matches_keep_the_rated_test_cases_and_no_excluded_id(tmp_path):
+    """Of a match table and the provisional matches, the rows on the test cases ``test_case_ratings`` holds; where one
+    is left out its id leaves the dictionary too (pandas made a category of it: an unplayed test case)."""
+    from agielo_dagster.domain.matches import MATCH_SCHEMA, rated_matches
+    from agielo_dagster.domain.stored import Stored
+
+    store = Store(str(tmp_path))
+
+    def stored(name: str, table: pa.Table) -> Stored:
+        handle = Stored.of(store, name, "quiz")
+        store.write_parquet(handle.path, table)
+        return handle
+
+    def matches(cases: list[str], agent: str) -> pa.Table:
+        n = len(cases)
+        columns = [cases, [agent] * n, [1.0] * n, [1.0] * n, ["raw/x.csv"] * n, ["1"] * n]
+        return pa.Table.from_arrays(
+            [pa.array(c).cast(f.type) for c, f in zip(columns, MATCH_SCHEMA, strict=True)], schema=MATCH_SCHEMA
+        )
+
+    joint = stored("match_tables", matches(["a", "b", "c"], "m1"))
+    partial = stored("provisional_matches", matches(["c", "d"], "p1"))
+    every = stored("test_case_ratings", pa.table({"test_case_id": ["a", "b", "c"]}))
+    whole = rated_matches(every, joint)
+    assert whole.equals(joint.read(whole.column_names))  # nothing excluded: the table as read
+    kept = rated_matches(stored("test_case_ratings", pa.table({"test_case_id": ["a", "c"]})), joint, partial)
+    assert kept.column("test_case_id").to_pylist() == ["a", "c", "c"] and kept.column("agent_id").to_pylist() == [
+        "m1",
+        "m1",
+        "p1",
+    ]
+    assert sorted(kept.column("test_case_id").combine_chunks().dictionary.to_pylist()) == ["a", "c"]
+    assert list(kept.to_pandas()["test_case_id"].cat.categories) == ["a", "c"]
