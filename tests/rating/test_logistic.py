@@ -142,6 +142,19 @@ def test_a_wide_sparse_benchmark_converges_well_within_the_cap():
     assert fit_logistic(by_test_case(m), component, binary=True).iterations < MAX_ITERATIONS / 2
 
 
+def test_a_dispersion_that_one_match_sways_converges_well_within_the_cap():
+    """Coverage's 30 × 400, sd 800, 30 % ceiling draw of seed 12007 ran to the 200-pass cap: one match (a score of
+    1/3 at a fitted chance near 10⁻⁵) carries most of the Pearson dispersion, which then falls about three times as
+    fast as φ rises (φ 0.6 gives 1.3, φ 0.8 gives 0.56): updated between Newton passes, φ and the far-out agents cycled."""
+    from agielo_dagster.rating.coverage import Regime, draw
+    from agielo_dagster.rating.logistic import MAX_ITERATIONS
+
+    m = encode_matches(draw(Regime(sd=800.0, share=0.3, outcome="ceiling", truth="pseudo"), 12007).matches)
+    _, component, _ = components(m)
+    fit = fit_logistic(by_test_case(m), component, binary=False)
+    assert fit.iterations < MAX_ITERATIONS / 4
+
+
 @pytest.mark.parametrize("model", [logistic.RASCH, TWOPL], ids=["rasch", "2pl"])
 @pytest.mark.parametrize("coverage", [1.0, 0.1], ids=["dense", "sparse"])
 def test_the_agents_variances_are_those_of_the_inverse_hessian(coverage, model, monkeypatch):
