@@ -424,20 +424,22 @@ def fit_logistic(
     # which then falls faster than φ rises (docs/engine.md, "The model"). Each fit is solved as far as φ's last move
     # warrants (INNER of it), to ``tolerance`` once φ is found.
     solved = max(tolerance, LAPLACE_UNTIL)
+    previous, sides, same_rule = None, {}, not iteration
     if not iteration:
         iteration, post, info = newton(phi, rule, max_iterations, solved)
     x, h = math.log(phi), math.log(max(post.pearson / n, 1e-6)) - math.log(phi)
-    previous, sides = None, {}
     while (abs(h) >= tolerance or solved > tolerance) and iteration < max_iterations:
         x_next = x
         if abs(h) >= tolerance:
             if solved <= tolerance:  # a bracket of loosely solved fits' h could miss the root
                 sides[h > 0.0] = x
-            # the secant through the last two fits (the first time: φ = Pearson/n), inside the bracket once there is one
-            x_next = x + h if previous is None or h == previous[1] else x - h * (x - previous[0]) / (h - previous[1])
+            # the secant through the last two fits of one rule (the first time, or where it turns back: φ = Pearson/n),
+            # its step shortened to MAX_STEP as θ's are, inside the bracket of tightly solved fits once there is one
+            share = -(x - previous[0]) / (h - previous[1]) if previous is not None and h != previous[1] else 1.0
+            x_next = x + max(-MAX_STEP, min(MAX_STEP, (share if share > 0.0 else 1.0) * h))
             if len(sides) == 2 and not min(sides.values()) < x_next < max(sides.values()):
                 x_next = 0.5 * (sides[True] + sides[False])
-            previous = (x, h)
+            previous, same_rule = (x, h) if same_rule else None, True
         solved = max(tolerance, min(LAPLACE_UNTIL, INNER * abs(x_next - x)))
         x, phi = x_next, math.exp(x_next)
         passes, post, info = newton(phi, rule, max_iterations - iteration, solved)
