@@ -5,8 +5,8 @@ depend on the seed or on the table's row order. The snapshots are fits of the ma
 snapshot fraction, in the seed's order of the matches: the first from the ratings, each next from the one
 before, by Laplace's approximation (:func:`~agielo_dagster.rating.logistic.fit_logistic`'s
 ``quadrature=False``), under the test cases' prior spread the whole benchmark gives (``fit_spread=False``:
-from a share of the matches Laplace's approximation under-estimated a wide spread, 584 Elo for 701, and a tall
-benchmark's first tenth has no maximum in it); the last is the ratings themselves.
+from a share of the matches Laplace's approximation under-estimated a wide spread, 584 Elo for 701); a tall
+benchmark's first tenth diverges, spread fitted or fixed (docs/engine.md, "Targets not met"); the last is the ratings themselves.
 """
 
 from __future__ import annotations

@@ -155,6 +155,29 @@ def test_a_dispersion_that_one_match_sways_converges_well_within_the_cap():
     assert fit.iterations < MAX_ITERATIONS / 4
 
 
+@pytest.mark.xfail(strict=True, reason="Jeffreys' gradient is taken with the test cases held: docs/engine.md, Targets not met")
+def test_a_tall_benchmarks_first_tenth_converges():
+    """The 10 % snapshot of 10,000 × 5 (5,000 matches, agents of one to three) has a maximum: the Laplace marginal
+    likelihood plus Σ ½ log I_a peaks by pass 10 of the snapshot's fit. The fit stretches on past it to ±240 logits,
+    as each agent's Jeffreys pull leaves out its reaction through the test cases' posteriors (along the stretch at pass
+    10: +1,785 with the test cases held, −1,012 with them following)."""
+    from agielo_dagster.rating.logistic_rate import _subset
+    from agielo_dagster.rating.orders import match_orders
+
+    rng = np.random.default_rng(0)
+    agents, cases = rng.normal(1500, 300, 10_000), rng.normal(1500, 300, 5)
+    m = encode_matches(simulate_matches(cases, agents, seed=0))
+    _, component, _ = components(m)
+    data = by_test_case(m)
+    fit = fit_logistic(data, component, binary=True)
+    place = np.empty(len(m.score), dtype=np.int64)
+    place[match_orders(len(m.score), seed=0)[0]] = np.arange(len(m.score))
+    first, _ = _subset(data, place[np.lexsort((m.agent, m.test_case))] < len(m.score) // 10)
+    snapshot = fit_logistic(first, component, binary=True, theta=fit.theta, variances=fit.variances, fit_spread=False)
+    assert snapshot.iterations < logistic.MAX_ITERATIONS / 4
+    assert np.abs(snapshot.theta).max() < 10.0
+
+
 @pytest.mark.parametrize("model", [logistic.RASCH, TWOPL], ids=["rasch", "2pl"])
 @pytest.mark.parametrize("coverage", [1.0, 0.1], ids=["dense", "sparse"])
 def test_the_agents_variances_are_those_of_the_inverse_hessian(coverage, model, monkeypatch):
