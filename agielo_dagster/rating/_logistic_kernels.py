@@ -135,9 +135,10 @@ def posterior_pass(
     (``root[t]`` = √c_t): the agents' negative Hessian is diag(Σ w) − F Fᵀ). Returns per agent the sums of E[s − p]/φ, of w,
     of E[w(1 − 2p)]/φ and E[w(1 − 6w)]/φ (the information's first and second derivatives in θ_a), and
     Cov(s − p, (β − centre)²)/φ (how the agent's score moves with tau2); per test case its posterior mean and
-    variance, E[(β − centre)²] and Var((β − centre)²); and per group the Pearson sum
-    Σ (s − E p)² / (E p (1 − E p)) / (1 − h), each residual corrected by its leverage
-    h = E[w]/φ · (Var β + ``agent_var``): the share of it that the two ratings have already absorbed.
+    variance, E[(β − centre)²] and Var((β − centre)²); and per group the Pearson dispersion
+    Σ (s − E p)² / Σ E p (1 − E p) (1 − h), each residual's expected square φ E p (1 − E p) (1 − h) less the share
+    h = E[w]/φ · (Var β + ``agent_var``) that the two ratings have already absorbed. A ratio of sums, not a mean of
+    per-match ratios: where E p is near 0 or 1 those are rare and huge, and a posterior's E p keeps them small.
     """
     n_t = len(start) - 1
     widest = 0
@@ -160,6 +161,7 @@ def posterior_pass(
     product = np.empty(len(nodes))
     odds = np.empty(widest)
     pearson = np.zeros(len(centre))
+    expected = np.zeros(len(centre))
     root = np.empty(n_t)
     for t in range(n_t):
         lo = start[t]
@@ -248,11 +250,14 @@ def posterior_pass(
             cross[a, g] += cov * inv * part
             if 0.0 < ep < 1.0:
                 leverage = min(ew * inv * (var + agent_var[a]), 0.9)
-                pearson[g] += (s - ep) ** 2 / (ep * (1.0 - ep)) / (1.0 - leverage)
+                pearson[g] += (s - ep) ** 2
+                expected[g] += ep * (1.0 - ep) * (1.0 - leverage)
         root[t] = math.sqrt(information + 1.0 / t2)
         scaled = math.sqrt(part) / root[t]
         for i in range(lo, hi):
             factor[i, 0] *= scaled
+    for g in range(len(centre)):
+        pearson[g] = pearson[g] / expected[g] if expected[g] > 0.0 else 0.0
     return score_sum, info, slope, bend, cross, post_mean, post_var, second, second_var, pearson, root
 
 

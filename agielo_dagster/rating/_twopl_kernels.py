@@ -100,7 +100,8 @@ def posterior_pass(
     − F Fᵀ, positive semi-definite. Returns per agent the sums of E[α(s − p)]/φ, E[w α²]/φ, E[w(1 − 2p) α³]/φ,
     E[w(1 − 6w) α⁴]/φ (the information and its first two derivatives in θ_a) and Cov(α(s − p), ψ_j²)/φ (2 × n_a, ψ =
     (β, α − 1)); Σ_t E[ψ_j²] and Σ_t Cov(ψ_j², ψ_l²); per test case the posterior means and variances (n_t × 2); and
-    the Pearson sum of the leverage-corrected residuals, h = E[w]/φ · (Var η + E[α²] ``agent_var``).
+    the Pearson dispersion Σ (s − E p)² / Σ E p (1 − E p) (1 − h), h = E[w]/φ · (Var η + E[α²] ``agent_var``) the
+    leverage (as the rasch's pass).
     """
     n_t = len(start) - 1
     m = 0
@@ -125,6 +126,7 @@ def posterior_pass(
     inv = 1.0 / phi
     root2 = math.sqrt(2.0)
     pearson = 0.0
+    expected = 0.0
     for t in range(n_t):
         lo = start[t]
         hi = start[t + 1]
@@ -220,7 +222,8 @@ def posterior_pass(
             faa += ewdd * inv
             if 0.0 < ep < 1.0:
                 leverage = min(ew * inv * (max(eeta2 - eeta * eeta, 0.0) + ea2 * agent_var[j]), 0.9)
-                pearson += (s - ep) ** 2 / (ep * (1.0 - ep)) / (1.0 - leverage)
+                pearson += (s - ep) ** 2
+                expected += ep * (1.0 - ep) * (1.0 - leverage)
         f11 = math.sqrt(fbb)
         f21 = fba / f11
         f22 = math.sqrt(max(faa - f21 * f21, 1e-300))
@@ -228,4 +231,5 @@ def posterior_pass(
             wb = factor[i, 0]
             factor[i, 0] = wb / f11
             factor[i, 1] = (factor[i, 1] - f21 * wb / f11) / f22
+    pearson = pearson / expected if expected > 0.0 else 0.0
     return score_sum, info, slope, bend, cross, second, second_cov, mean, var, pearson

@@ -103,7 +103,7 @@ class Posterior:
         np.ndarray
     )  # n × k: the negative Hessian in θ is diag(info) − F Fᵀ, F's rows in the matches' order (see hessian_matvec)
     match_score: np.ndarray  # n: each match's part of ``score`` (the sandwich's clusters are the test cases)
-    pearson: float  # Σ of the leverage-corrected Pearson residuals (the dispersion of graded scores)
+    pearson: float  # the leverage-corrected Pearson dispersion (graded scores' φ)
     mean: np.ndarray  # n_t × k: each test case's posterior means
     var: np.ndarray  # n_t × k: and variances
 
@@ -419,21 +419,20 @@ def fit_logistic(
             passes, post, info = newton(phi, rule, max_iterations - iteration, tolerance)
             iteration += passes
         return LogisticFit(model.name, theta, post.mean, post.var, variances, phi, iteration, info, factor, match_score, mode)
-    # graded scores: φ is the root of h(x) = log(Pearson/n at the fit of φ = eˣ) − x. Updated between passes instead,
-    # φ and the far-out agents could cycle: one match at a fitted chance of 10⁻⁵ can carry most of the Pearson sum,
-    # which then falls faster than φ rises (docs/engine.md, "The model"). Each fit is solved as far as φ's last move
-    # warrants (INNER of it), to ``tolerance`` once φ is found.
+    # graded scores: φ is the root of h(x) = log(Pearson's φ at the fit of φ = eˣ) − x. Updated between passes instead,
+    # φ and the far-out agents could cycle, the Pearson estimate falling faster than φ rises (docs/engine.md, "The
+    # model"). Each fit is solved as far as φ's last move warrants (INNER of it), to ``tolerance`` once φ is found.
     solved = max(tolerance, LAPLACE_UNTIL)
     previous, sides, same_rule = None, {}, not iteration
     if not iteration:
         iteration, post, info = newton(phi, rule, max_iterations, solved)
-    x, h = math.log(phi), math.log(max(post.pearson / n, 1e-6)) - math.log(phi)
+    x, h = math.log(phi), math.log(max(post.pearson, 1e-6)) - math.log(phi)
     while (abs(h) >= tolerance or solved > tolerance) and iteration < max_iterations:
         x_next = x
         if abs(h) >= tolerance:
             if solved <= tolerance:  # a bracket of loosely solved fits' h could miss the root
                 sides[h > 0.0] = x
-            # the secant through the last two fits of one rule (the first time, or where it turns back: φ = Pearson/n),
+            # the secant through the last two fits of one rule (the first time, or where it turns back: φ = Pearson's),
             # its step shortened to MAX_STEP as θ's are, inside the bracket of tightly solved fits once there is one
             share = -(x - previous[0]) / (h - previous[1]) if previous is not None and h != previous[1] else 1.0
             x_next = x + max(-MAX_STEP, min(MAX_STEP, (share if share > 0.0 else 1.0) * h))
@@ -444,7 +443,7 @@ def fit_logistic(
         x, phi = x_next, math.exp(x_next)
         passes, post, info = newton(phi, rule, max_iterations - iteration, solved)
         iteration += passes
-        h = math.log(max(post.pearson / n, 1e-6)) - x
+        h = math.log(max(post.pearson, 1e-6)) - x
     return LogisticFit(model.name, theta, post.mean, post.var, variances, phi, iteration, info, factor, match_score, mode)
 
 

@@ -178,7 +178,6 @@ def rate_pool(
     agent_var = np.zeros(n_a)
     test_case = pool.test_case
     match_group = pool.group[test_case]
-    n_matches = np.bincount(match_group, minlength=n_g)
     iteration = 0
     while iteration < MAX_ITERATIONS:
         iteration += 1
@@ -222,7 +221,7 @@ def rate_pool(
         mode += step_c[pool.group]
         agent_var = 1.0 / info
         tau2_next = tau2 * np.exp(step_v)
-        phi_next = np.where(pool.binary, 1.0, np.maximum(pearson / np.maximum(n_matches, 1), 1e-6))
+        phi_next = np.where(pool.binary, 1.0, np.maximum(pearson, 1e-6))
         moved = max(np.abs(np.log(tau2_next / tau2)).max(), np.abs(np.log(phi_next / phi)).max())
         tau2, phi = tau2_next, phi_next
         if rule is coarse and (max(longest, moved) < LAPLACE_UNTIL or iteration >= 8):

@@ -130,6 +130,17 @@ def test_graded_scores_find_their_dispersion():
     assert CENTRE + LOGIT * np.mean(fit.beta_mean) == pytest.approx(1500, abs=30)
 
 
+def test_a_wide_sparse_graded_benchmark_finds_its_dispersion():
+    """Coverage's 30 × 400, sd 800, 10 % graded: most matches' E lies near 0 or 1, where a mean of per-match Pearson
+    ratios (s − E)² / (E(1 − E)) ran low (0.146 for 0.25 over 20 draws) and stretched the scale (slope 1.116)."""
+    from agielo_dagster.rating.coverage import Regime, draw
+
+    for seed in (7, 1007):
+        m = encode_matches(draw(Regime(sd=800.0, share=0.1, outcome="graded"), seed).matches)
+        _, component, _ = components(m)
+        assert fit_logistic(by_test_case(m), component, binary=False).phi == pytest.approx(0.25, abs=0.03)
+
+
 def test_a_wide_sparse_benchmark_converges_well_within_the_cap():
     """Coverage's 30 × 400, sd 800, 10 % draw of seed 18007 ran to the 200-pass cap unconverged: Jeffreys' curvature,
     clipped at 0 for a far-out agent, makes each Newton step ~5 % of the way there. The secant along the last step
