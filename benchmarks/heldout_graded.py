@@ -58,10 +58,10 @@ def held_out(name: str, matches: pd.DataFrame, scoring, repeats: int) -> None:
     default = default_method(measure == "log_loss")
     values = pd.concat([t[t["measure"] == measure].set_index("method")["value"] for t in tables], axis=1).mean(axis=1)
     better = sum(t[t["measure"] == measure].set_index("method")["folds_better_than_default"] for t in tables)
-    shown = ["agielo", "agielo_sigma", "agielo_calibrated", "rasch", "additive", "agent_mean", "test_case_mean"]
+    shown = ["agielo", "agielo_sigma", "agielo_calibrated", "additive", "agent_mean", "test_case_mean"]
     cells = "  ".join(f"{m} {values[m]:.4g}" for m in shown if m in values)
     print(f"{name:28s} {measure} over {5 * repeats} folds: {cells}")
-    for baseline in ("test_case_mean", "additive", "rasch"):
+    for baseline in ("test_case_mean", "additive"):
         print(
             f"{'':28s} {default} vs {baseline}: {100 * (values[default] / values[baseline] - 1):+.1f} %, "
             f"the baseline better in {int(better[baseline])} of {5 * repeats} folds"
