@@ -155,8 +155,8 @@ def test_a_wide_sparse_benchmark_converges_well_within_the_cap():
 
 def test_a_dispersion_that_one_match_sways_converges_well_within_the_cap():
     """Coverage's 30 × 400, sd 800, 30 % ceiling draw of seed 12007 ran to the 200-pass cap: one match (a score of
-    1/3 at a fitted chance near 10⁻⁵) carries most of the Pearson dispersion, which then falls about three times as
-    fast as φ rises (φ 0.6 gives 1.3, φ 0.8 gives 0.56): updated between Newton passes, φ and the far-out agents cycled."""
+    1/3 at a fitted chance near 10⁻⁵) carried most of a dispersion taken as the mean of per-match ratios, which fell
+    about three times as fast as φ rose, and φ and the far-out agents cycled. The ratio of sums does not let it."""
     from agielo_dagster.rating.coverage import Regime, draw
     from agielo_dagster.rating.logistic import MAX_ITERATIONS
 
