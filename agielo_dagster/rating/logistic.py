@@ -40,6 +40,7 @@ __all__ = [
     "RASCH",
     "LogisticFit",
     "LogisticModel",
+    "DERIVED_TOLERANCE",
     "Posterior",
     "by_test_case",
     "fit_logistic",
@@ -53,7 +54,8 @@ CENTRE = 1500.0  # the test cases' prior mean: a test case of the benchmark's ty
 NODES = 9  # Gauss-Hermite nodes per test case
 PRIOR_WEIGHT = 1.0  # the inverse-gamma prior on τ²: as much as PRIOR_WEIGHT test cases at PRIOR_SCALE
 PRIOR_SCALE = 400.0 / LOGIT
-TOLERANCE = 1e-6
+TOLERANCE = 1e-5  # standard errors: the longest step at convergence, each agent's in its own (1e-7 logits at 10⁴ matches)
+DERIVED_TOLERANCE = 0.01  # standard errors: a fit from another's (a snapshot, a fold, a removal) reports no finer
 LAPLACE_UNTIL = 0.05  # logits: the coarse rule until the steps are this short, or for LAPLACE_PASSES passes
 LAPLACE_PASSES = 8
 MAX_STEP = 2.0  # logits: a longer Newton step is shortened to this
@@ -331,8 +333,9 @@ def fit_logistic(
     ``theta``, ``variances``, ``phi`` and ``mode`` (a previous fit's) start it: a warm start converges in a few passes.
     ``quadrature=False`` stays with the coarse rule (for the rasch Laplace's approximation, a normal posterior at
     each test case's mode: a third of the cost, for the snapshots); ``fit_spread=False`` keeps the prior variances
-    ``variances`` (a snapshot's: the spread its benchmark's matches give); ``tolerance`` (logits) is the longest step at convergence,
-    ``max_iterations`` the most passes.
+    ``variances`` (a snapshot's: the spread its benchmark's matches give); ``tolerance`` is the longest step at
+    convergence, each agent's in its own standard errors (1/√I_a; the prior variances' in log units), ``max_iterations``
+    the most passes.
     An agent without a match (a snapshot's) keeps its ``theta``.
     """
     start, agent, n_a = data.start, data.agent, data.n_agents
@@ -392,6 +395,9 @@ def fit_logistic(
             step += step_v @ border
         agent_var = 1.0 / info  # the next pass's leverages
         longest = max(np.abs(step).max(initial=0.0), np.abs(step_v).max())
+        # the convergence test: each agent's step in its own standard errors (an agent of a few matches, whose steps
+        # shrink slowly where Jeffreys' term is convex, need not be pinned closer than one of hundreds)
+        in_sd = max(np.abs(step * np.sqrt(info)).max(initial=0.0), np.abs(step_v).max())
         if longest > MAX_STEP:
             step *= MAX_STEP / longest
             step_v *= MAX_STEP / longest
@@ -408,7 +414,7 @@ def fit_logistic(
         coarse = rule is model.coarse and model.coarse is not model.fine
         if coarse and quadrature and (max(longest, moved) < LAPLACE_UNTIL or iteration >= LAPLACE_PASSES):
             rule, last = model.fine, None
-        elif (not coarse or not quadrature) and max(longest, moved) < tolerance:
+        elif (not coarse or not quadrature) and max(in_sd, moved) < tolerance:
             break
     return LogisticFit(model.name, theta, post.mean, post.var, variances, phi, iteration, info, factor, match_score, mode)
 

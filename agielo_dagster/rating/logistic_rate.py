@@ -21,8 +21,10 @@ from .intervals import interval_ranks, z_of
 from .item_quality import QUALITY_COLUMNS, item_quality
 from .logistic import (
     CENTRE,
+    DERIVED_TOLERANCE,
     LOGIT,
     RASCH,
+    TOLERANCE,
     ByTestCase,
     LogisticFit,
     LogisticModel,
@@ -40,8 +42,7 @@ from .twopl import TWOPL
 
 __all__ = ["fitted_logistic", "gap_steps", "rate_logistic"]
 
-SNAPSHOT_TOLERANCE = 1e-3  # logits (0.17 Elo): a snapshot's fit stops there, or after SNAPSHOT_PASSES passes
-SNAPSHOT_PASSES = 12
+SNAPSHOT_PASSES = 12  # a snapshot's fit stops at DERIVED_TOLERANCE, or after this many passes
 LOGISTIC_MODELS = {model.name: model for model in (RASCH, TWOPL)}
 
 
@@ -49,16 +50,22 @@ def _is_binary(score: np.ndarray) -> bool:
     return bool(np.all((score == 0.0) | (score == 1.0)))
 
 
-def fitted_logistic(m: Matches, settings: RatingSettings, start: LogisticFit | None = None, passes: int | None = None) -> Fitted:
+def fitted_logistic(
+    m: Matches,
+    settings: RatingSettings,
+    start: LogisticFit | None = None,
+    passes: int | None = None,
+    tolerance: float = TOLERANCE,
+) -> Fitted:
     """:func:`~agielo_dagster.rating.ratings.fitted_ratings` of a logistic model, warm from ``start`` (a fit of these
-    codes); ``passes`` caps its Newton steps (None: to convergence)."""
+    codes); ``passes`` caps its Newton steps (None: to convergence at ``tolerance``)."""
     _, a_comp, _ = components(m)
     data = by_test_case(m)
     model = LOGISTIC_MODELS[settings.model]
     same = start is not None and start.model == model.name and len(start.theta) == m.n_agents
     warm = _warm(start, m, model) if same and len(start.mode) == m.n_test_cases else {}
     limit = {} if passes is None else {"max_iterations": passes}
-    fit = fit_logistic(data, a_comp, binary=_is_binary(m.score), model=model, **warm, **limit)
+    fit = fit_logistic(data, a_comp, binary=_is_binary(m.score), model=model, tolerance=tolerance, **warm, **limit)
     with np.errstate(divide="ignore"):
         agent_sigma = LOGIT / np.sqrt(fit.info)
     agent_mu = _same_for_same_results(m, _elo(fit.theta))
@@ -166,7 +173,7 @@ def rate_logistic(m: Matches, settings: RatingSettings, *, warn: bool = True) ->
 
 
 def _elo(theta: np.ndarray) -> np.ndarray:
-    """Ratings in Elo to the micro-Elo, far finer than the fit's tolerance (1.7e-4 Elo) and far coarser than its
+    """Ratings in Elo to the micro-Elo, far finer than the fit's tolerance (1e-5 of a standard error) and far coarser than its
     rounding: agents equal in exact arithmetic (results alike up to the test cases' names) come out equal, not a
     last bit apart (which put one first, at random, in a tie)."""
     return np.round(CENTRE + LOGIT * theta, 6)
@@ -250,7 +257,7 @@ def _snapshots(
                 phi=(start or fit).phi,
                 quadrature=False,
                 fit_spread=False,
-                tolerance=SNAPSHOT_TOLERANCE,
+                tolerance=DERIVED_TOLERANCE,
                 max_iterations=SNAPSHOT_PASSES,
             )
             theta, beta, beta_var = start.theta, start.beta_mean, start.beta_var

@@ -102,11 +102,17 @@ def rate_encoded(m: Matches, settings: RatingSettings | Mapping[str, Setting], *
 
 
 def fitted_ratings(
-    m: Matches, settings: RatingSettings | Mapping[str, Setting], start: Fitted | None = None, *, passes: int | None = None
+    m: Matches,
+    settings: RatingSettings | Mapping[str, Setting],
+    start: Fitted | None = None,
+    *,
+    passes: int | None = None,
+    tolerance: float | None = None,
 ) -> Fitted:
     """The ratings of encoded matches as ``settings`` rate them; ``start`` (a fit of nearly the same matches, with
-    the same codes) warm-starts a logistic model's fit, and ``passes`` caps its Newton steps (None: to convergence;
-    a few steps from a fit of nearly the same data are that fit to first order)."""
+    the same codes) warm-starts a logistic model's fit, ``passes`` caps its Newton steps (None: to convergence;
+    a few steps from a fit of nearly the same data are that fit to first order) and ``tolerance`` is its longest
+    step at convergence, in each agent's standard errors (None: the ratings' own)."""
     if not isinstance(settings, RatingSettings):
         settings = RatingSettings.of(settings)
     if settings.model == "glicko":
@@ -124,4 +130,5 @@ def fitted_ratings(
         return Fitted(a_mu, a_sig, t_mu, t_sig)
     from .logistic_rate import fitted_logistic
 
-    return fitted_logistic(m, settings, None if start is None else start.state, passes)
+    precision = {} if tolerance is None else {"tolerance": tolerance}
+    return fitted_logistic(m, settings, None if start is None else start.state, passes, **precision)
