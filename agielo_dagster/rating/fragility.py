@@ -8,8 +8,9 @@ top tier (the leader and the agents whose intervals overlap it).
 "First" is what the ratings publish: the agent with the highest μ among ``candidates`` (the main
 component's agents), rated as the benchmark is (``settings``: its model, and Glicko's seed and
 orders), by :func:`~agielo_dagster.rating.ratings.fitted_ratings` (no tables). A logistic model's
-re-ratings start from the whole benchmark's fit: a few passes each. Removing a test case removes
-every match it took part in.
+re-ratings start from the whole benchmark's fit (or the nearest re-rating) and stop at 0.01 of each rating's
+standard error, a few passes each; where the first two are closer than that can tell apart, they go on to the
+ratings' own precision. Removing a test case removes every match it took part in.
 
 Two methods:
 
@@ -40,6 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .frames import Matches, MatchTableError, Plain, Table, encode_matches
+from .logistic import DERIVED_TOLERANCE
 from .logistic_rate import gap_steps
 from .ratings import fitted_ratings
 from .result import Fitted, RatingResult
@@ -222,13 +224,25 @@ class _Search:
             # from the fit of the nearest set of test cases (a prefix's bisection: a few apart), the whole's included
             every = np.ones_like(keep_test_cases)
             near = min([(every, self.whole), *self.recent], key=lambda r: np.count_nonzero(r[0] != keep_test_cases))
-            fitted = fitted_ratings(sub, self.settings, near[1])
+            fitted = fitted_ratings(sub, self.settings, near[1], tolerance=None if near[1] is None else DERIVED_TOLERANCE)
+            if near[1] is not None and self._undecided(fitted, sub):  # who is first is within the fit's precision
+                fitted = fitted_ratings(sub, self.settings, fitted)
             if self.whole is None:
                 self.whole = fitted
             elif self.settings.model != "glicko":
                 self.recent = [*self.recent[-(RECENT - 1) :], (keep_test_cases.copy(), fitted)]
         played = np.bincount(sub.agent, minlength=self.m.n_agents) > 0
         return np.where(played, fitted.agent_mu, -np.inf), fitted.test_case_mu
+
+    def _undecided(self, fitted: Fitted, sub: Matches) -> bool:
+        """Whether a logistic fit stopped at DERIVED_TOLERANCE leaves the first two closer than its error can be (each
+        rating within a few times its last step: 10 × DERIVED_TOLERANCE of their standard errors)."""
+        if fitted.state is None:
+            return False
+        played = np.bincount(sub.agent, minlength=self.m.n_agents) > 0
+        mu = np.where(self.allowed & played, fitted.agent_mu, -np.inf)
+        top = np.argsort(-mu, kind="stable")[:2]
+        return bool(mu[top[0]] - mu[top[1]] <= 10.0 * DERIVED_TOLERANCE * fitted.agent_sigma[top].sum())
 
     def first(self, a_mu: np.ndarray) -> int:
         # ties (within the fit's own precision: a re-rating starts from another fit) go to the first id, as the tables sort

@@ -156,6 +156,8 @@ def heldout_folds(n_matches: int, folds: int, seed: int | None) -> np.ndarray:
 def heldout_predictions(m: Matches, fold: np.ndarray, settings: RatingSettings) -> dict[str, np.ndarray]:
     """Every match's predicted score by each method, fitted without the match's fold (the ratings as ``settings``
     rate them; a logistic model's fit of each fold starts from the one before)."""
+    from .logistic import DERIVED_TOLERANCE  # on use: the package loads without numba
+
     n_a, n_t = m.n_agents, m.n_test_cases
     binary = bool(np.all((m.score == 0.0) | (m.score == 1.0)))
     graded_only, binary_only = {"agielo_calibrated"}, {"agielo_population"}
@@ -165,7 +167,7 @@ def heldout_predictions(m: Matches, fold: np.ndarray, settings: RatingSettings) 
         test = fold == f
         train = m.subset(~test)
         a, t = m.agent[test], m.test_case[test]
-        fitted = fitted_ratings(train, settings, fitted)
+        fitted = fitted_ratings(train, settings, fitted, tolerance=DERIVED_TOLERANCE)  # predictions need no finer
         a_mu, a_sig, t_mu, t_sig = fitted.agent_mu, fitted.agent_sigma, fitted.test_case_mu, fitted.test_case_sigma
         out["agielo"][test] = expected_score(a_mu[a], t_mu[t])
         if binary:

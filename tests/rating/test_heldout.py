@@ -136,6 +136,7 @@ def test_the_agielo_predictions_are_the_models_ratings_and_sigma(model):
     from agielo_dagster.rating import RatingSettings, combined_sigma, expected_score, simulate_matches
     from agielo_dagster.rating.frames import encode_matches
     from agielo_dagster.rating.heldout import heldout_predictions
+    from agielo_dagster.rating.logistic import DERIVED_TOLERANCE
     from agielo_dagster.rating.ratings import fitted_ratings
 
     rng = np.random.default_rng(2)
@@ -145,7 +146,8 @@ def test_the_agielo_predictions_are_the_models_ratings_and_sigma(model):
     settings = RatingSettings(model=model, seed=5, orders=2)
     got = heldout_predictions(m, fold, settings)
     test = fold == 0
-    fitted = fitted_ratings(m.subset(~test), settings)  # the first fold's fit starts from nothing
+    # the first fold's fit starts from nothing and stops at the folds' precision
+    fitted = fitted_ratings(m.subset(~test), settings, tolerance=DERIVED_TOLERANCE)
     a, t = m.agent[test], m.test_case[test]
     sigma = combined_sigma(fitted.agent_sigma[a], fitted.test_case_sigma[t])
     np.testing.assert_allclose(got["agielo"][test], expected_score(fitted.agent_mu[a], fitted.test_case_mu[t]), rtol=1e-9)
@@ -213,9 +215,11 @@ def test_a_fold_fit_uses_nothing_of_the_held_out_matches():
     test = fold == 2
     cold = fitted_ratings(m.subset(~test), settings)
     rows = test & (m.agent == 0)
+    # a fold's fit stops at DERIVED_TOLERANCE of each rating's standard error (here 0.8 logits): 5e-3 in probability
+    # bounds what that leaves (measured 6e-4; the leak was 0.75)
     np.testing.assert_allclose(
-        got["agielo"][rows], expected_score(cold.agent_mu[0], cold.test_case_mu[m.test_case[rows]]), atol=1e-6
+        got["agielo"][rows], expected_score(cold.agent_mu[0], cold.test_case_mu[m.test_case[rows]]), atol=5e-3
     )
     np.testing.assert_allclose(
-        got["agielo"][test], expected_score(cold.agent_mu[m.agent[test]], cold.test_case_mu[m.test_case[test]]), atol=1e-6
+        got["agielo"][test], expected_score(cold.agent_mu[m.agent[test]], cold.test_case_mu[m.test_case[test]]), atol=5e-3
     )
