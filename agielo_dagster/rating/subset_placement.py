@@ -244,13 +244,15 @@ def _placed_by_model(m, mu_t: np.ndarray, sig_t: np.ndarray, z: float, design=No
     """Each agent of ``m`` placed under the logistic model; ``mu_t, sig_t`` are its matches' test cases' posteriors,
     ``design`` its matches' design weights (a function of the agent's rows; None: every result weighs 1)."""
     binary = bool(np.all((m.score == 0.0) | (m.score == 1.0)))
-    fits = np.array(
-        [
-            place_one(m.score[rows], mu_t[rows], sig_t[rows], binary=binary, design=None if design is None else design(rows))
-            for rows in _rows_by_agent(m)
-        ],
-        dtype=np.float64,
-    ).reshape(-1, 2)
+    placed, fits = {}, []
+    for rows in _rows_by_agent(m):
+        rows = rows[np.argsort(m.test_case[rows], kind="stable")]  # in test-case order: equal results, equal sums
+        key = (m.test_case[rows].tobytes(), m.score[rows].tobytes())  # placed once (a tall benchmark's are few)
+        if key not in placed:
+            weights = None if design is None else design(rows)
+            placed[key] = place_one(m.score[rows], mu_t[rows], sig_t[rows], binary=binary, design=weights)
+        fits.append(placed[key])
+    fits = np.array(fits, dtype=np.float64).reshape(-1, 2)
     mu, se = fits[:, 0], fits[:, 1]
     return _placed(m, np.column_stack([mu - z * se, mu, mu + z * se]), mu, se, z)
 
