@@ -29,6 +29,7 @@ from .logistic import (
     LogisticFit,
     LogisticModel,
     by_test_case,
+    canonical_order,
     fit_logistic,
     relative_variance,
     solve_hessian,
@@ -233,7 +234,7 @@ def _snapshots(
     ends = snapshot_ends(every, n)
     (order,) = match_orders(n, seed=settings.seed, row_order=settings.row_order)
     # each canonical row's place in the order of play
-    canonical = np.lexsort((m.agent, m.test_case))
+    canonical = canonical_order(m)
     place = np.empty(n, dtype=np.int64)
     place[order] = np.arange(n)
     place = place[canonical]

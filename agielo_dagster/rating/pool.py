@@ -45,6 +45,7 @@ from .logistic import (
     _inverse,
     _jeffreys,
     _pcg,
+    canonical_order,
 )
 from .settings import DEFAULT_LEVEL
 
@@ -102,7 +103,7 @@ def _pooled(benchmarks: Mapping[str, Matches]) -> _Pool:
     starts, agents, scores, groups, binary, offset = [np.zeros(1, dtype=np.int64)], [], [], [], [], 0
     for g, name in enumerate(names):
         m = benchmarks[name]
-        order = np.lexsort((m.agent, m.test_case))
+        order = canonical_order(m)
         counts = np.bincount(m.test_case, minlength=m.n_test_cases)
         played = counts > 0
         starts.append(offset + np.cumsum(counts[played]))
@@ -214,6 +215,7 @@ def rate_pool(
         step_c, step_v = hyper_solve(grad_c + border_c.T @ step, grad_v + x_v.T @ step)
         step_h = np.concatenate([step_c, step_v])
         longest = max(np.abs(step).max(initial=0.0), np.abs(step_h).max(initial=0.0))
+        in_sd = max(np.abs(step * np.sqrt(info)).max(initial=0.0), np.abs(step_h).max(initial=0.0))  # as fit_logistic's
         if longest > MAX_STEP:
             step, step_h = step * (MAX_STEP / longest), step_h * (MAX_STEP / longest)
         step_c, step_v = step_h[:n_g], step_h[n_g:]
@@ -226,7 +228,7 @@ def rate_pool(
         tau2, phi = tau2_next, phi_next
         if rule is coarse and (max(longest, moved) < LAPLACE_UNTIL or iteration >= 8):
             rule = fine
-        elif rule is fine and max(longest, moved) < tolerance:
+        elif rule is fine and max(in_sd, moved) < tolerance:
             break
     shift = _level(sets, centre, size)
     theta -= _agent_shift(pool, sets, shift)
