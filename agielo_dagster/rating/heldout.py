@@ -91,14 +91,19 @@ def population_predictions(fitted, train: Matches, agent: np.ndarray, test_case:
     (each result's probability over its test case's posterior: Glicko's g), and a match is predicted by the
     posterior mean of its probability.
     """
-    mu_t, sd_t = fitted.test_case_mu, fitted.test_case_sigma
+    from scipy import sparse
+
     played = np.bincount(train.agent, minlength=train.n_agents) > 0
     known = fitted.agent_mu[played]
     grid = np.linspace(known.min() - 800.0, known.max() + 800.0, POPULATION_GRID) if len(known) else np.zeros(1)
-    log_lik = np.zeros((train.n_agents, len(grid)))
-    for k, theta in enumerate(grid):
-        p = np.clip(expected_score(theta, mu_t[train.test_case], sigma=sd_t[train.test_case]), 1e-12, 1.0 - 1e-12)
-        log_lik[:, k] = np.bincount(train.agent, train.score * np.log(p) + (1.0 - train.score) * np.log(1.0 - p), train.n_agents)
+    # a result's probability depends on its test case and the grid point only: each test case's curve once, and
+    # each agent's log-likelihood its successes' and failures' sums of it (not a curve per match and grid point)
+    p_t = expected_score(grid[None, :], fitted.test_case_mu[:, None], sigma=fitted.test_case_sigma[:, None])
+    clipped = np.clip(p_t, 1e-12, 1.0 - 1e-12)
+    shape = (train.n_agents, train.n_test_cases)
+    wins = sparse.csr_array((train.score, (train.agent, train.test_case)), shape=shape)
+    losses = sparse.csr_array((1.0 - train.score, (train.agent, train.test_case)), shape=shape)
+    log_lik = wins @ np.log(clipped) + losses @ np.log1p(-clipped)
     log_lik -= log_lik.max(axis=1, keepdims=True)
     # agents of the same results share a likelihood: EM runs over the distinct ones, each weighed by its agents
     lik, of_agent, agents = np.unique(np.exp(log_lik), axis=0, return_inverse=True, return_counts=True)
@@ -114,8 +119,7 @@ def population_predictions(fitted, train: Matches, agent: np.ndarray, test_case:
         mean, var = mean_next, var_next
         if done:
             break
-    p_grid = expected_score(grid[None, :], mu_t[test_case][:, None], sigma=sd_t[test_case][:, None])
-    return np.sum(post[of_agent[agent]] * p_grid, axis=1)
+    return np.einsum("ij,ij->i", post[of_agent[agent]], p_t[test_case])
 
 
 def additive_fit(
