@@ -106,8 +106,8 @@ def population_predictions(fitted, train: Matches, agent: np.ndarray, test_case:
     log_lik = wins @ np.log(clipped) + losses @ np.log1p(-clipped)
     log_lik -= log_lik.max(axis=1, keepdims=True)
     # agents of the same results share a likelihood: EM runs over the distinct ones, each weighed by its agents
-    lik, of_agent, agents = np.unique(np.exp(log_lik), axis=0, return_inverse=True, return_counts=True)
-    of_agent, share = of_agent.ravel(), agents / train.n_agents
+    lik, of_agent, agents = _unique_rows(np.exp(log_lik))
+    share = agents / train.n_agents
     mean, var = float(known.mean()) if len(known) else 1500.0, max(float(known.var()), 100.0**2)
     for _ in range(200):
         prior = np.exp(-0.5 * (grid - mean) ** 2 / var)
@@ -120,6 +120,19 @@ def population_predictions(fitted, train: Matches, agent: np.ndarray, test_case:
         if done:
             break
     return np.einsum("ij,ij->i", post[of_agent[agent]], p_t[test_case])
+
+
+def _unique_rows(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``np.unique(x, axis=0, return_inverse=True, return_counts=True)``, by a lexsort of the columns (np.unique
+    compares whole rows as bytes: 0.21 of 0.6 CPU-s of a 10,000 × 5 held-out check, measured 2026-11-29)."""
+    order = np.lexsort(x.T[::-1])
+    ranked = x[order]
+    new = np.ones(len(x), dtype=bool)
+    new[1:] = np.any(ranked[1:] != ranked[:-1], axis=1)
+    group = np.cumsum(new) - 1
+    inverse = np.empty(len(x), dtype=np.int64)
+    inverse[order] = group
+    return ranked[new], inverse, np.bincount(group)
 
 
 def additive_fit(
