@@ -243,8 +243,11 @@ def _block(data: ByTestCase, theta, beta, tau2: float, phi: float, binary: bool,
     reason = np.full(data.n_test_cases, "", dtype=object)
     # verdicts that need no ratings are shared by every test case of the same counts: a wide benchmark's millions
     # of test cases of one agent hold one string, not one each
-    plain = np.select([high == counts, low == counts, counts < 2, lowest == highest], [0, 1, 2, 3], -1).astype(np.int8)
-    for kind in range(4):
+    # (and one whose discrimination no typical test case's could be told from 0, unless it is likely mislabeled)
+    thin = ~(negative > level) & ~(typical <= 1.0 / (2.0 * z))
+    plain = np.select([high == counts, low == counts, counts < 2, lowest == highest, thin], [0, 1, 2, 3, 4], -1)
+    plain = plain.astype(np.int8)
+    for kind in range(5):
         where = np.flatnonzero(plain == kind)
         keys = np.column_stack([counts[where], lowest[where]]) if kind == 3 else counts[where]
         if len(where):
@@ -253,7 +256,7 @@ def _block(data: ByTestCase, theta, beta, tau2: float, phi: float, binary: bool,
             flag[where], reason[where] = verdicts[inverse.ravel(), 0], verdicts[inverse.ravel(), 1]
     # a test case that is fine needs no words: only the others go through _judge
     judged = np.flatnonzero((plain < 0) & ~((typical <= 1.0 / (2.0 * z)) & (lo > 0.0)))
-    rows = np.column_stack([counts[judged], lo[judged], alpha[judged], hi[judged], negative[judged], typical[judged]])
+    rows = np.column_stack([lo[judged], alpha[judged], hi[judged], negative[judged]])
     for t, row in zip(judged.tolist(), rows.tolist(), strict=True):
         # its agents are sorted by rating only where the reason needs them
         flag[t], reason[t] = _judge(*row, partial(_halves, data, theta, t), level=level, binary=binary)
@@ -261,8 +264,8 @@ def _block(data: ByTestCase, theta, beta, tau2: float, phi: float, binary: bool,
 
 
 def _plain(kind: int, n, lowest=None) -> tuple[str, str]:
-    """(flag, reason) of a test case every agent succeeds on (``kind`` 0), none does (1), one agent played (2), or
-    its agents all score ``lowest`` (3)."""
+    """(flag, reason) of a test case every agent succeeds on (``kind`` 0), none does (1), one agent played (2), its
+    agents all score ``lowest`` (3), or its agents cannot tell a typical test case's discrimination from 0 (4)."""
     n = int(n)
     agents = f"{n} agent{'s' if n != 1 else ''}"
     if kind == 0:
@@ -271,33 +274,32 @@ def _plain(kind: int, n, lowest=None) -> tuple[str, str]:
         return "unsolved", f"none of its {agents} succeeds (score 0): check that it can be solved"
     if kind == 2:
         return "", "only 1 agent played it: a discrimination needs agents of different ratings"
+    if kind == 4:
+        return "", (
+            f"not enough information to judge: its {agents} are too alike or too far from its difficulty "
+            f"to tell even a typical test case's discrimination from 0"
+        )
     return "uninformative", f"all {agents} score {lowest:.3g} on it: it tells no agents apart"
 
 
-def _judge(n, lo, alpha, hi, negative, typical, halves, *, level, binary) -> tuple[str, str]:
-    """(flag, reason) of a test case its agents score differently on; ``halves()``: its k, and the k strongest and k
-    weakest agents' mean scores."""
-    n = int(n)
-    agents = f"{n} agent{'s' if n != 1 else ''}"
+def _judge(lo, alpha, hi, negative, halves, *, level, binary) -> tuple[str, str]:
+    """(flag, reason) of a test case its agents score differently on and can tell a discrimination from 0 by (or likely
+    mislabeled); ``halves()``: its k, and the k strongest and k weakest agents' mean scores."""
+    mislabeled = negative > level
+    if not mislabeled and not lo <= 0.0:
+        return "", ""
     interval = f"discrimination {alpha:.2f}, interval {lo:.2f} to {hi:.2f}"
     k, strong, weak = halves()
     if binary:
         split = f"the {k} strongest agents pass {round(strong * k)} of {k} and the {k} weakest pass {round(weak * k)} of {k}"
     else:
         split = f"the {k} strongest agents score {strong:.2f} on average and the {k} weakest {weak:.2f}"
-    if negative > level:
+    if mislabeled:
         return "likely_mislabeled", (
             f"{split} ({interval}, below 0 with probability {negative:.3f}): the reference answer or the scoring is "
             f"probably wrong"
         )
-    if not typical <= 1.0 / (2.0 * z_of(level)):
-        return "", (
-            f"not enough information to judge: its {agents} are too alike or too far from its difficulty "
-            f"to tell even a typical test case's discrimination from 0"
-        )
-    if lo <= 0.0:
-        return "uninformative", f"{split} ({interval}): its results do not follow the agents' ratings"
-    return "", ""
+    return "uninformative", f"{split} ({interval}): its results do not follow the agents' ratings"
 
 
 def glicko_item_quality(m: Matches, agent_mu: np.ndarray, test_case_mu: np.ndarray, level: float) -> ItemQuality:
