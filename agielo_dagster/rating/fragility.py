@@ -250,9 +250,14 @@ class _Search:
         return int(np.flatnonzero(mu >= mu.max() - TIE)[0])
 
     def leader_without(self, removed: Sequence[int]) -> int:
+        return self.standing(removed, 0)[0]
+
+    def standing(self, removed: Sequence[int], leader: int) -> tuple[int, float]:
+        """Who is first without ``removed``, and by how much ``leader`` leads the best of the others (Elo; < 0: behind)."""
         keep = np.ones(self.m.n_test_cases, dtype=bool)
         keep[list(removed)] = False
-        return self.first(self.ratings(keep)[0])
+        mu = np.where(self.allowed, self.ratings(keep)[0], -np.inf)
+        return self.first(mu), float(mu[leader] - np.delete(mu, leader).max())
 
 
 def _ranked_removals(
@@ -300,15 +305,18 @@ def _verified_prefix(search: _Search, ranked, leader: int, limit: int):
 
 def _shortest_flipping_prefix(search: _Search, order: np.ndarray, leader: int, start: int, cap: int):
     """From ``start``, lengthen the prefix of ``order`` (doubling) until the re-rated leader changes, then
-    shorten it by bisection while it still does: (k, removed, new leader), or None up to ``cap``."""
+    shorten it while it still does, at the point where the re-rated leader's margin crosses 0 by its secant (a
+    step that does not halve the bracket is followed by a bisection): (k, removed, new leader), or None up to ``cap``."""
     flipped: dict[int, int | None] = {}
+    margin: dict[int, float] = {}
 
     def flips(j: int) -> int | None:
         if j not in flipped:
-            new = search.leader_without(order[:j])
+            new, margin[j] = search.standing(order[:j], leader)
             flipped[j] = new if new != leader else None
         return flipped[j]
 
+    flips(0)  # the whole benchmark's margin: no re-rating
     lo, hi, j = 0, None, start
     while j <= cap:
         if flips(j) is not None:
@@ -317,12 +325,16 @@ def _shortest_flipping_prefix(search: _Search, order: np.ndarray, leader: int, s
         lo, j = j, (min(2 * j, cap) if j < cap else cap + 1)
     if hi is None:
         return None
+    halved = True
     while hi - lo > 1:  # the prefix of length lo keeps the leader; hi changes it (nearly monotone in practice)
-        mid = (lo + hi) // 2
+        width, mid = hi - lo, (lo + hi) // 2
+        if halved and margin[lo] > margin[hi]:
+            mid = min(max(lo + round(width * margin[lo] / (margin[lo] - margin[hi])), lo + 1), hi - 1)
         if flips(mid) is not None:
             hi = mid
         else:
             lo = mid
+        halved = hi - lo <= width // 2
     return hi, tuple(int(t) for t in order[:hi]), flips(hi)
 
 
