@@ -184,11 +184,8 @@ def _same_for_same_results(m: Matches, values: np.ndarray) -> np.ndarray:
     """``values`` with every agent whose results equal another's (the same scores on the same test cases) given the
     first such agent's value: equal in exact arithmetic, and now to the bit (a dense inverse treats rows in turn).
     Agents are grouped by two 64-bit sums over their matches of a mixed (test case, score) pair."""
-    pair = _mix(_mix(m.score.view(np.uint64)) ^ m.test_case.astype(np.uint64))
     keys = np.zeros((m.n_agents, 3), dtype=np.uint64)
-    np.add.at(keys[:, 0], m.agent, pair)
-    np.add.at(keys[:, 1], m.agent, _mix(pair))
-    np.add.at(keys[:, 2], m.agent, np.uint64(1))
+    _kernels.result_keys(m.agent, m.test_case, np.ascontiguousarray(m.score, dtype=np.float64).view(np.uint64), keys)
     order = np.lexsort(keys.T[::-1])  # stable: each group's first agent comes first in it
     ranked = keys[order]
     starts = np.ones(m.n_agents, dtype=bool)
@@ -196,15 +193,6 @@ def _same_for_same_results(m: Matches, values: np.ndarray) -> np.ndarray:
     out = np.empty_like(values)
     out[order] = values[order[np.flatnonzero(starts)][np.cumsum(starts) - 1]]
     return out
-
-
-def _mix(x: np.ndarray) -> np.ndarray:
-    """SplitMix64's finalizer (wrapping uint64 arithmetic)."""
-    with np.errstate(over="ignore"):
-        z = x + np.uint64(0x9E3779B97F4A7C15)
-        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        return z ^ (z >> np.uint64(31))
 
 
 def _subset(data: ByTestCase, keep: np.ndarray) -> tuple[ByTestCase, np.ndarray]:
