@@ -26,6 +26,9 @@ import os
 import sys
 from pathlib import Path
 
+import agielo_dagster.threads  # noqa: F401  (before numpy: BLAS on one thread from the start, as the command line runs it)
+
+# isort: split
 import numpy as np
 import pandas as pd
 from agielo_dagster.assets.ratings import FRAGILITY_MAX_MATCHES, TWIN_MAX_MATCHES, TWINS
