@@ -95,7 +95,7 @@ def main() -> None:
             run = measure(fn, args.repeats, args.timeout)
             cpu[name] = run[0] if run else np.inf
         step = sum(cpu.get(p, 0.0) for p in ("rate", "fragility", "twins", "provisional"))
-        cells = " ".join(f"{cpu[p]:11.2f}" if p in cpu else f"{'skipped':>11}" for p in PIECES)
+        cells = " ".join(f"{cpu[p]:11.3f}" if p in cpu else f"{'skipped':>11}" for p in PIECES)
         print(
             f"{shape.name:10} {len(matches):9,d} {cells} {step / cpu['fit']:8.1f} {(step + cpu['heldout']) / cpu['fit']:12.1f}",
             flush=True,
