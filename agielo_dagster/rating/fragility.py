@@ -235,14 +235,20 @@ class _Search:
         return np.where(played, fitted.agent_mu, -np.inf), fitted.test_case_mu
 
     def _undecided(self, fitted: Fitted, sub: Matches) -> bool:
-        """Whether a logistic fit stopped at DERIVED_TOLERANCE leaves the first two closer than its error can be (each
-        rating within a few times its last step: 10 × DERIVED_TOLERANCE of their standard errors)."""
+        """Whether a logistic fit stopped at DERIVED_TOLERANCE leaves the first rating and the next below it closer
+        than its error can be (each within a few times its last step: 10 × DERIVED_TOLERANCE of their standard
+        errors). Agents tied to the bit (the same results) are no matter of precision: the first id leads them."""
         if fitted.state is None:
             return False
         played = np.bincount(sub.agent, minlength=self.m.n_agents) > 0
         mu = np.where(self.allowed & played, fitted.agent_mu, -np.inf)
-        top = np.argsort(-mu, kind="stable")[:2]
-        return bool(mu[top[0]] - mu[top[1]] <= 10.0 * DERIVED_TOLERANCE * fitted.agent_sigma[top].sum())
+        first = int(np.argmax(mu))
+        below = np.where(mu < mu[first], mu, -np.inf)
+        second = int(np.argmax(below))
+        if not np.isfinite(below[second]):
+            return False
+        sigma = fitted.agent_sigma[first] + fitted.agent_sigma[second]
+        return bool(mu[first] - mu[second] <= 10.0 * DERIVED_TOLERANCE * sigma)
 
     def first(self, a_mu: np.ndarray) -> int:
         # ties (within the fit's own precision: a re-rating starts from another fit) go to the first id, as the tables sort
