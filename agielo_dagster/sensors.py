@@ -35,7 +35,6 @@ from .pending import (
 from .resources.storage import ObjectStorage
 from .runs import BENCHMARK_TAG, STATE_TAG, TRIGGER_TAG, WAITING, fail_orphaned_runs
 
-QUARANTINE_TAG = "agielo/quarantine"
 MAX_ATTEMPTS = 3  # failed runs on the same files and code before the sensor stops asking
 TICK_SECONDS = 5  # the daemon evaluates sensors every 5 s at most
 

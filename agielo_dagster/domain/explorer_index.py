@@ -23,7 +23,6 @@ AGENT_COLUMNS = ("agent_id", "mu", "sigma", "mu_lo", "mu_hi", "rank", "rank_lo",
 AGENT_COLUMNS += ("component", "status", "status_reason")
 SCALE_COLUMNS = ("benchmark", "test_cases", "agents", "component", "centre", "spread", "difficulty_p10", "difficulty_p50")
 SCALE_COLUMNS += ("difficulty_p90", "best_agent", "saturation", "higher_is_better")
-PLAYED_COLUMNS = ("agent_id", "benchmark", "test_cases", "mu", "mu_on_pool", "status")
 
 _STYLE = "\n" + files(__package__).joinpath("explorer.css").read_text(encoding="utf-8")
 _STYLE += files(__package__).joinpath("explorer_index.css").read_text(encoding="utf-8")

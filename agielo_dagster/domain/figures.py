@@ -50,17 +50,6 @@ def _agent_colors(n: int):
     return [cmap(x) for x in np.linspace(0.05, 0.9, n)]
 
 
-def spaced_labels(positions: np.ndarray, min_gap: float, max_labels: int = MAX_LABELS) -> list[int]:
-    """Indices of positions to label, best (largest) first, none closer than ``min_gap`` to another."""
-    chosen: list[int] = []
-    for i in np.argsort(-positions, kind="stable"):
-        if len(chosen) >= max_labels:
-            break
-        if all(abs(positions[i] - positions[j]) >= min_gap for j in chosen):
-            chosen.append(int(i))
-    return chosen
-
-
 def _short(name: str, limit: int) -> str:
     return name if len(name) <= limit else name[: limit - 1] + "…"
 

@@ -101,16 +101,6 @@ def first_positions(test_case, reverse, out):
             out[t] = k
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
-def run_agents_only(agent, mu_t_of, sig_t_of, score, a_mu, a_sig):
-    """Play matches in array order against opponents whose ratings are given per match (frozen)."""
-    for i in range(len(agent)):
-        a = agent[i]
-        mu_a, sig_a, _, _ = match_update(a_mu[a], a_sig[a], mu_t_of[i], sig_t_of[i], score[i])
-        a_mu[a] = mu_a
-        a_sig[a] = sig_a
-
-
 @numba.njit(cache=True, nogil=True)
 def running_sums(agent, test_case, metric, done, stop, a_count, a_sum, t_count, t_sum):
     for i in range(done, stop):
@@ -302,11 +292,6 @@ def pearson(x, y):
     if sxx == 0.0 or syy == 0.0:
         return np.nan
     return sxy / np.sqrt(sxx * syy)
-
-
-@numba.njit(cache=True, nogil=True)
-def _played(mean_metric):
-    return np.flatnonzero(~np.isnan(mean_metric))
 
 
 _INSERTION_RUN = 32  # runs of keys sharing their sorted bits up to this long settle by insertion
