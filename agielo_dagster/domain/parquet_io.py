@@ -11,7 +11,6 @@ __all__ = [
     "SMALL_TABLE_BYTES",
     "parquet_bytes",
     "parts_where",
-    "table_from_bytes",
     "write_parquet",
 ]
 
@@ -49,12 +48,6 @@ def _only(statistics, value: str) -> bool:
         and statistics.null_count == 0
         and statistics.min == value == statistics.max
     )
-
-
-def _buffer(data: bytes):
-    import pyarrow as pa
-
-    return pa.BufferReader(data)
 
 
 ROW_GROUP_ROWS = 1 << 20
@@ -116,10 +109,3 @@ def parquet_bytes(table) -> bytes:
     sink = pa.BufferOutputStream()
     write_parquet(table, sink)
     return sink.getvalue().to_pybytes()
-
-
-def table_from_bytes(data: bytes, **options):
-    """A pyarrow Table from parquet bytes, read natively."""
-    import pyarrow.parquet as pq
-
-    return pq.read_table(_buffer(data), **options)
