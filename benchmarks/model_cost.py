@@ -38,6 +38,9 @@ import os
 import time
 from dataclasses import dataclass
 
+import agielo_dagster.threads  # noqa: F401  (before numpy: BLAS on one thread from the start, as the command line runs it)
+
+# isort: split
 import numpy as np
 
 from agielo_dagster.rating.frames import Matches
