@@ -79,6 +79,7 @@ def default_method(binary: bool) -> str:
 
 
 POPULATION_GRID = 61  # points of the agents' rating on which their population and posteriors are held
+BLOCK = 1 << 14  # test cases (or predicted matches) × POPULATION_GRID held at once: 8 MiB
 
 
 def population_predictions(fitted, train: Matches, agent: np.ndarray, test_case: np.ndarray) -> np.ndarray:
@@ -93,17 +94,25 @@ def population_predictions(fitted, train: Matches, agent: np.ndarray, test_case:
     """
     from scipy import sparse
 
+    mu_t, sd_t = fitted.test_case_mu, fitted.test_case_sigma
     played = np.bincount(train.agent, minlength=train.n_agents) > 0
     known = fitted.agent_mu[played]
     grid = np.linspace(known.min() - 800.0, known.max() + 800.0, POPULATION_GRID) if len(known) else np.zeros(1)
-    # a result's probability depends on its test case and the grid point only: each test case's curve once, and
-    # each agent's log-likelihood its successes' and failures' sums of it (not a curve per match and grid point)
-    p_t = expected_score(grid[None, :], fitted.test_case_mu[:, None], sigma=fitted.test_case_sigma[:, None])
-    clipped = np.clip(p_t, 1e-12, 1.0 - 1e-12)
+
+    def curves(rows) -> np.ndarray:  # each test case's probability at each grid point (Glicko's g for its posterior)
+        return np.clip(expected_score(grid[None, :], mu_t[rows][:, None], sigma=sd_t[rows][:, None]), 1e-12, 1.0 - 1e-12)
+
+    # a result's probability depends on its test case and the grid point only: each test case's curve once, and an
+    # agent's log-likelihood its successes' and failures' sums of it, BLOCK test cases at a time (all at once held
+    # test cases × grid points: 61 times a wide benchmark's matches)
     shape = (train.n_agents, train.n_test_cases)
-    wins = sparse.csr_array((train.score, (train.agent, train.test_case)), shape=shape)
-    losses = sparse.csr_array((1.0 - train.score, (train.agent, train.test_case)), shape=shape)
-    log_lik = wins @ np.log(clipped) + losses @ np.log1p(-clipped)
+    wins = sparse.csc_array((train.score, (train.agent, train.test_case)), shape=shape)
+    losses = sparse.csc_array((1.0 - train.score, (train.agent, train.test_case)), shape=shape)
+    log_lik = np.zeros((train.n_agents, len(grid)))
+    for lo in range(0, train.n_test_cases, BLOCK):
+        block = np.arange(lo, min(lo + BLOCK, train.n_test_cases))
+        p = curves(block)
+        log_lik += wins[:, block] @ np.log(p) + losses[:, block] @ np.log1p(-p)
     log_lik -= log_lik.max(axis=1, keepdims=True)
     # agents of the same results share a likelihood: EM runs over the distinct ones, each weighed by its agents
     lik, of_agent, agents = _unique_rows(np.exp(log_lik))
@@ -119,7 +128,11 @@ def population_predictions(fitted, train: Matches, agent: np.ndarray, test_case:
         mean, var = mean_next, var_next
         if done:
             break
-    return np.einsum("ij,ij->i", post[of_agent[agent]], p_t[test_case])
+    out = np.empty(len(agent))
+    for lo in range(0, len(agent), BLOCK):
+        rows = slice(lo, lo + BLOCK)
+        out[rows] = np.einsum("ij,ij->i", post[of_agent[agent[rows]]], curves(test_case[rows]))
+    return out
 
 
 def _unique_rows(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
