@@ -7,7 +7,7 @@
 2. The demo's real benchmarks (``agielo demo``'s data): the leader, the fewest test cases found whose
    removal changes it, who takes over, the method and the seconds.
 
-    python benchmarks/fragility.py [--seeds 20] [--agents 4] [--test-cases 12]
+    python benchmarks/fragility.py [--seeds 20] [--agents 4] [--test-cases 12] [--model rasch|2pl|glicko] [--skip-demo]
 """
 
 import argparse
@@ -18,16 +18,18 @@ import pandas as pd
 
 from agielo_dagster.rating import rate, simulate_matches
 from agielo_dagster.rating.fragility import fragility_of_first
+from agielo_dagster.rating.settings import DEFAULT_MODEL, MODELS
 
 
-def small_study(seeds: int, agents: int, test_cases: int, orders: int) -> None:
+def small_study(seeds: int, agents: int, test_cases: int, model: str) -> None:
     rows = []
     for seed in range(seeds):
         rng = np.random.default_rng(seed)
         strengths = 1500.0 + rng.normal(0.0, 40.0, agents)
         matches = simulate_matches(rng.normal(1500.0, 200.0, test_cases), strengths, seed=seed)
-        exact = fragility_of_first(matches, orders=orders, max_subsets=10**9, max_exact_matches=10**12)
-        approx = fragility_of_first(matches, orders=orders, max_subsets=0)
+        settings = {"model": model}
+        exact = fragility_of_first(matches, settings=settings, max_subsets=10**9, max_exact_matches=10**12)
+        approx = fragility_of_first(matches, settings=settings, max_subsets=0)
         rows.append(
             {
                 "seed": seed,
@@ -39,7 +41,7 @@ def small_study(seeds: int, agents: int, test_cases: int, orders: int) -> None:
         )
     table = pd.DataFrame(rows)
     found = table.dropna(subset=["exact", "approx"])
-    print(f"small benchmarks: {seeds} seeds, {agents} agents x {test_cases} test cases (binary), {orders} orders")
+    print(f"small benchmarks: {seeds} seeds, {agents} agents x {test_cases} test cases (binary), model {model}")
     print(table.to_string(index=False))
     if len(found):
         over = found["approx"] - found["exact"]
@@ -77,13 +79,10 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--agents", type=int, default=4)
     parser.add_argument("--test-cases", type=int, default=12)
-    parser.add_argument("--orders", type=int, default=16)
-    parser.add_argument(
-        "--shuffles", type=int, dest="orders", default=argparse.SUPPRESS, help=argparse.SUPPRESS
-    )  # the earlier name of --orders
+    parser.add_argument("--model", choices=MODELS, default=DEFAULT_MODEL)
     parser.add_argument("--skip-demo", action="store_true")
     args = parser.parse_args()
-    small_study(args.seeds, args.agents, args.test_cases, args.orders)
+    small_study(args.seeds, args.agents, args.test_cases, args.model)
     if not args.skip_demo:
         demo_figures()
 
