@@ -29,21 +29,16 @@ data): the fit alone, ``rate`` without snapshots (fit and intervals), and ``rate
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 import warnings
-from pathlib import Path
 
-# run as a script, this folder leads sys.path, and this file would stand in for the `coverage` package numba looks for
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+import numpy as np
+from scipy.stats import rankdata
 
-import numpy as np  # noqa: E402
-from scipy.stats import rankdata  # noqa: E402
-
-from agielo_dagster.rating import rate  # noqa: E402
-from agielo_dagster.rating.intervals import z_of  # noqa: E402
-from agielo_dagster.rating.logistic import LOGIT  # noqa: E402
-from agielo_dagster.rating.simulate import simulate_matches  # noqa: E402
+from agielo_dagster.rating import rate
+from agielo_dagster.rating.intervals import z_of
+from agielo_dagster.rating.logistic import LOGIT
+from agielo_dagster.rating.simulate import simulate_matches
 
 REGIMES = (  # name, agents, test cases, sd, share of pairs played, outcome
     ("40x300", 40, 300, 400, 1.0, "binary"),

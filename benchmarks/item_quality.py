@@ -27,18 +27,14 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import sys
 import time
 import warnings
-from pathlib import Path
 
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+import numpy as np
+import pandas as pd
 
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from agielo_dagster.rating import rate  # noqa: E402
-from agielo_dagster.rating.simulate import simulate_matches  # noqa: E402
+from agielo_dagster.rating import rate
+from agielo_dagster.rating.simulate import simulate_matches
 
 SHARE = 0.05
 BASELINE = -0.2

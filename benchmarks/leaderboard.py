@@ -19,20 +19,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
-from pathlib import Path
 
-HERE = Path(__file__).parent
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE.resolve()]  # its coverage.py is not numba's
+import numpy as np
+from model_cost import fit_alone, measure  # beside this script (sys.path's first folder when run)
+from scipy.stats import spearmanr
 
-import numpy as np  # noqa: E402
-from scipy.stats import spearmanr  # noqa: E402
-
-from agielo_dagster.rating.frames import Matches  # noqa: E402
-from agielo_dagster.rating.pool import rate_pool  # noqa: E402
-
-sys.path.append(str(HERE))
-from model_cost import fit_alone, measure  # noqa: E402
+from agielo_dagster.rating.frames import Matches
+from agielo_dagster.rating.pool import rate_pool
 
 SHAPES = ("10x100x2000x0.5", "30x200x500x0.2", "100x200x10000x0.025")
 

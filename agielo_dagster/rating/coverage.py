@@ -1,4 +1,4 @@
-"""Coverage studies: do the rating intervals cover agents' true ratings? For tests and ``benchmarks/coverage.py``.
+"""Coverage studies: do the rating intervals cover agents' true ratings? For tests and ``benchmarks/coverage_grid.py``.
 
 A :class:`Regime` says how a simulated benchmark is drawn: the spread of true agent ratings (sd),
 the share of (agent, test case) pairs played, the outcome, the benchmark's shape, the law of the

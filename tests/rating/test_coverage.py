@@ -1,6 +1,6 @@
 """Do the default model's 95 % rating intervals cover agents' true ratings?
 
-Simulated benchmarks (:mod:`agielo_dagster.rating.coverage`; the whole grid is ``benchmarks/coverage.py``).
+Simulated benchmarks (:mod:`agielo_dagster.rating.coverage`; the whole grid is ``benchmarks/coverage_grid.py``).
 The margins are statistical: 8 replications of 30 agents score 240 intervals; the intervals of one
 benchmark share its test cases, so they are taken as worth half as many independent ones (a design
 effect of 2), and a coverage may fall 3 of its standard errors below the level: 0.95 − 3·√(2·0.95·0.05/240)

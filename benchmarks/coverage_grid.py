@@ -35,7 +35,7 @@ Every regime's replications draw the same benchmarks whatever ``--model``: model
 The full grid with 20 replications takes about 5 CPU-minutes (rasch: half of it the pseudo-truths of the
 ceiling rows, a sixth the 2,000 agents); glicko's 16 orders about 2.5 with 20.
 
-    python benchmarks/coverage.py [--replications 20] [--model rasch|2pl|glicko] [--quick] [--groups base few ...]
+    python benchmarks/coverage_grid.py [--replications 20] [--model rasch|2pl|glicko] [--quick] [--groups base few ...]
                                   [--workers 2] [--orders 16]
 """
 
@@ -47,15 +47,11 @@ import sys
 import time
 import warnings
 from concurrent.futures import ProcessPoolExecutor
-from pathlib import Path
 
-# run as a script, this folder leads sys.path, and this file would stand in for the `coverage` package numba looks for
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-from agielo_dagster.rating.coverage import Regime, replicate  # noqa: E402
-from agielo_dagster.rating.settings import MODELS  # noqa: E402
+from agielo_dagster.rating.coverage import Regime, replicate
+from agielo_dagster.rating.settings import MODELS
 
 SPREADS = (200, 400, 600, 800)
 DESIGNS = (1.0, 0.3, 0.1)
