@@ -631,20 +631,11 @@ def add_snapshot_moments(slot, kept_mu, kept_sig, t_first, t_mu, t_sig, end, ini
 
 
 @numba.njit(cache=True, nogil=True)
-def _mix(z):
-    """SplitMix64's finalizer (wrapping uint64 arithmetic)."""
-    z = z + np.uint64(0x9E3779B97F4A7C15)
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
-
-
-@numba.njit(cache=True, nogil=True)
 def result_keys(agent, test_case, score_bits, keys):
     """Per agent (row of ``keys``): the sums of a mixed (test case, score) pair and of its mix, and the count."""
     for i in range(len(agent)):
-        pair = _mix(_mix(score_bits[i]) ^ np.uint64(test_case[i]))
+        pair = _splitmix(_splitmix(score_bits[i]) ^ np.uint64(test_case[i]))
         a = agent[i]
         keys[a, 0] += pair
-        keys[a, 1] += _mix(pair)
+        keys[a, 1] += _splitmix(pair)
         keys[a, 2] += np.uint64(1)
