@@ -217,6 +217,7 @@ class _Search:
 
     def ratings(self, keep_test_cases: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         sub = self.m.subset(keep_test_cases[self.m.test_case])
+        played = np.bincount(sub.agent, minlength=self.m.n_agents) > 0
         if self.whole is not None and keep_test_cases.all():
             fitted = self.whole
         else:
@@ -225,22 +226,20 @@ class _Search:
             every = np.ones_like(keep_test_cases)
             near = min([(every, self.whole), *self.recent], key=lambda r: np.count_nonzero(r[0] != keep_test_cases))
             fitted = fitted_ratings(sub, self.settings, near[1], tolerance=None if near[1] is None else DERIVED_TOLERANCE)
-            if near[1] is not None and self._undecided(fitted, sub):  # who is first is within the fit's precision
+            if near[1] is not None and self._undecided(fitted, played):  # who is first is within the fit's precision
                 fitted = fitted_ratings(sub, self.settings, fitted)
             if self.whole is None:
                 self.whole = fitted
             elif self.settings.model != "glicko":
                 self.recent = [*self.recent[-(RECENT - 1) :], (keep_test_cases.copy(), fitted)]
-        played = np.bincount(sub.agent, minlength=self.m.n_agents) > 0
         return np.where(played, fitted.agent_mu, -np.inf), fitted.test_case_mu
 
-    def _undecided(self, fitted: Fitted, sub: Matches) -> bool:
+    def _undecided(self, fitted: Fitted, played: np.ndarray) -> bool:
         """Whether a logistic fit stopped at DERIVED_TOLERANCE leaves the first rating and the next below it closer
         than its error can be (each within a few times its last step: 10 × DERIVED_TOLERANCE of their standard
         errors). Agents tied to the bit (the same results) are no matter of precision: the first id leads them."""
         if fitted.state is None:
             return False
-        played = np.bincount(sub.agent, minlength=self.m.n_agents) > 0
         mu = np.where(self.allowed & played, fitted.agent_mu, -np.inf)
         first = int(np.argmax(mu))
         below = np.where(mu < mu[first], mu, -np.inf)
@@ -256,14 +255,13 @@ class _Search:
         return int(np.flatnonzero(mu >= mu.max() - TIE)[0])
 
     def leader_without(self, removed: Sequence[int]) -> int:
-        return self.standing(removed, 0)[0]
+        return self.first(self.ratings_without(removed))
 
-    def standing(self, removed: Sequence[int], leader: int) -> tuple[int, float]:
-        """Who is first without ``removed``, and by how much ``leader`` leads the best of the others (Elo; < 0: behind)."""
+    def ratings_without(self, removed: Sequence[int]) -> np.ndarray:
+        """The candidates' ratings without the test cases ``removed`` (−inf for the others)."""
         keep = np.ones(self.m.n_test_cases, dtype=bool)
         keep[list(removed)] = False
-        mu = np.where(self.allowed, self.ratings(keep)[0], -np.inf)
-        return self.first(mu), float(mu[leader] - np.delete(mu, leader).max())
+        return np.where(self.allowed, self.ratings(keep)[0], -np.inf)
 
 
 def _ranked_removals(
@@ -318,7 +316,8 @@ def _shortest_flipping_prefix(search: _Search, order: np.ndarray, leader: int, s
 
     def flips(j: int) -> int | None:
         if j not in flipped:
-            new, margin[j] = search.standing(order[:j], leader)
+            mu = search.ratings_without(order[:j])
+            new, margin[j] = search.first(mu), float(mu[leader] - np.delete(mu, leader).max())  # < 0: behind
             flipped[j] = new if new != leader else None
         return flipped[j]
 
