@@ -99,7 +99,7 @@ def posterior_pass(
     (β, α) and L L ᵀ = C_t = Σ E[w ∇η ∇ηᵀ]/φ + the prior's, so that the agents' negative Hessian is diag(Σ E[w α²]/φ)
     − F Fᵀ, positive semi-definite. Returns per agent the sums of E[α(s − p)]/φ, E[w α²]/φ, E[w(1 − 2p) α³]/φ,
     E[w(1 − 6w) α⁴]/φ (the information and its first two derivatives in θ_a) and Cov(α(s − p), ψ_j²)/φ (2 × n_a, ψ =
-    (β, α − 1)); Σ_t E[ψ_j²] and Σ_t Cov(ψ_j², ψ_l²); per test case the posterior means and variances (n_t × 2); and
+    (β, α − 1)); per test case E[ψ_j²] (n_t × 2) and Σ_t Cov(ψ_j², ψ_l²); per test case the posterior means and variances (n_t × 2); and
     the Pearson dispersion Σ (s − E p)² / Σ E p (1 − E p) (1 − h), h = E[w]/φ · (Var η + E[α²] ``agent_var``) the
     leverage (as the rasch's pass).
     """
@@ -118,7 +118,7 @@ def posterior_pass(
     cross = np.zeros((2, n_agents))
     mean = np.empty((n_t, 2))
     var = np.empty((n_t, 2))
-    second = np.zeros(2)
+    second = np.empty((n_t, 2))
     second_cov = np.zeros((2, 2))
     bk = np.empty(m)
     ak = np.empty(m)
@@ -172,8 +172,8 @@ def posterior_pass(
         mean[t, 1] = ma
         var[t, 0] = vb
         var[t, 1] = va
-        second[0] += qb
-        second[1] += qa
+        second[t, 0] = qb
+        second[t, 1] = qa
         second_cov[0, 0] += sbb
         second_cov[1, 1] += saa
         second_cov[0, 1] += sba

@@ -104,9 +104,9 @@ class Posterior:
     info: np.ndarray  # per agent Σ E[w (∂η/∂θ_a)²]/φ
     slope: np.ndarray  # per agent ∂info/∂θ_a
     bend: np.ndarray  # per agent ∂²info/∂θ_a²
-    cross: np.ndarray  # h × n_a: Σ_t Cov(agent's part of the score, ψ_j²)
-    second: np.ndarray  # h: Σ_t E[ψ_j²]
-    second_cov: np.ndarray  # h × h: Σ_t Cov(ψ_j², ψ_l²)
+    cross: np.ndarray  # k × n_a: Σ_t Cov(agent's part of the score, ψ_j²)
+    second: np.ndarray  # n_t × k: each test case's E[ψ_j²]
+    second_cov: np.ndarray  # k × k: Σ_t Cov(ψ_j², ψ_l²)
     factor: (
         np.ndarray
     )  # n × k: the negative Hessian in θ is diag(info) − F Fᵀ, F's rows in the matches' order (see hessian_matvec)
@@ -157,7 +157,7 @@ def _rasch_posterior(data, theta, variances, phi, mode, rule, agent_var, match_s
         slope,
         bend,
         cross.T,
-        np.array([second.sum()]),
+        second[:, None],
         np.array([[second_var.sum()]]),
         factor,
         match_score,
@@ -177,6 +177,15 @@ RASCH = LogisticModel("rasch", (PRIOR_SCALE,), (0.0,), (np.zeros(1), np.zeros(1)
 
 
 @dataclass(frozen=True)
+class Spread:
+    """The prior variances' side of the fit's last Hessian in (θ, log variances), for the agents' intervals."""
+
+    cross: np.ndarray  # k × n_a: how their score moves with each θ_a (the Hessian's border, negated)
+    curvature: np.ndarray  # k × k: their negative Hessian
+    parts: np.ndarray  # n_t × k: each test case's part of their score (the sandwich's clusters)
+
+
+@dataclass(frozen=True)
 class LogisticFit:
     """What :func:`fit_logistic` found, in logits (θ and β relative to the test cases' prior mean)."""
 
@@ -191,6 +200,7 @@ class LogisticFit:
     factor: np.ndarray  # F, per match (canonical order): see :class:`Posterior`
     match_score: np.ndarray  # per match its part of the score, clustered by test case
     mode: np.ndarray  # n_t × k: each test case's posterior mode (where the next fit's quadrature starts)
+    spread: Spread | None  # None where the prior variances were kept (``fit_spread=False``): known, not estimated
 
     @property
     def beta_mean(self) -> np.ndarray:
@@ -367,7 +377,7 @@ def fit_logistic(
     factor = np.empty((n, len(model.scales)))
     a0, b0 = PRIOR_WEIGHT / 2.0, PRIOR_WEIGHT * scales**2 / 2.0
     n_components = int(component.max(initial=-1)) + 1
-    iteration, last = 0, None
+    iteration, last, spread = 0, None, None
     while iteration < max_iterations:
         iteration += 1
         post = model.posterior(data, theta, variances, phi, mode, rule, agent_var, match_score, factor)
@@ -377,7 +387,8 @@ def fit_logistic(
         jeffreys, curvature, bent = _jeffreys(post, info, played, component, n_components, theta, h_of)
         grad = np.where(played, post.score + jeffreys, 0.0)
         lam = 1.0 / variances
-        grad_v = 0.5 * (lam * post.second - n_t) - a0 + b0 * lam if fit_spread else np.zeros(len(variances))
+        second = post.second.sum(axis=0)
+        grad_v = 0.5 * (lam * second - n_t) - a0 + b0 * lam if fit_spread else np.zeros(len(variances))
         if last is not None and (extend := _secant_extension(last, grad, grad_v)):
             # the last step went the right way but fell far short: the curvature used (Jeffreys' clipped at 0)
             # overstates the true one along it (an extreme agent, a wide prior); go on along it to the secant's minimum
@@ -394,9 +405,10 @@ def fit_logistic(
         # Newton on (θ, log variances): the variances' rows and columns bordered onto the θ system
         step, step_v = _pcg(matvec, precond, grad), np.zeros(len(variances))
         if fit_spread:
-            fisher_v = 0.5 * lam * post.second + b0 * lam
+            fisher_v = 0.5 * lam * second + b0 * lam
             curv_v = np.diag(fisher_v) - 0.25 * np.outer(lam, lam) * post.second_cov
             cross = 0.5 * lam[:, None] * post.cross
+            spread = Spread(cross, curv_v, 0.5 * (lam * post.second - 1.0))
             border = np.array([_pcg(matvec, precond, c) for c in cross])
             step_v = _newton_step(curv_v - cross @ border.T, grad_v + cross @ step, fisher_v)
             step += step_v @ border
@@ -423,7 +435,7 @@ def fit_logistic(
             rule, last = model.fine, None
         elif (not coarse or not quadrature) and max(in_sd, moved) < tolerance:
             break
-    return LogisticFit(model.name, theta, post.mean, post.var, variances, phi, iteration, info, factor, match_score, mode)
+    return LogisticFit(model.name, theta, post.mean, post.var, variances, phi, iteration, info, factor, match_score, mode, spread)
 
 
 DENSE = 4096  # the smaller side up to which the inverse Hessian is computed exactly (O(side³)); above, its diagonal
@@ -449,12 +461,15 @@ def _secant_extension(last, grad: np.ndarray, grad_v: np.ndarray) -> float:
 def relative_variance(fit: LogisticFit, data: ByTestCase, component: np.ndarray, *, sandwich: bool) -> np.ndarray:
     """Each agent's variance of θ_a − (the mean θ of its component's agents), in logits².
 
-    ``sandwich``: H⁻¹ (Σ_t u_t u_tᵀ) H⁻¹, the test cases as clusters (u_t: their parts of the score),
-    robust to a misspecified variance (graded scores); else the model's H⁻¹, H = D − F Fᵀ (D = diag(info),
-    F: k columns per test case, :class:`Posterior`). H⁻¹ is exact on the smaller side of the benchmark
-    (agents, or the test cases' k·n_t columns by Woodbury's identity) up to ``DENSE``; beyond both,
-    the diagonal of H⁻¹ is taken as 1 / the diagonal of H (each agent against hundreds of others:
-    the rest is of the order of 1 / their number) while its row sums, the part the mean takes, stay exact.
+    The θ block of A⁻¹, A the negative Hessian in (θ, log prior variances) where the fit estimated the variances
+    (``fit.spread``): H⁻¹ + W S⁻¹ Wᵀ, W = H⁻¹ Cᵀ, S = V − C W (C: the border, V: the variances' block), so that the
+    spread's own error is in the intervals; with the variances kept (known), H⁻¹. ``sandwich``: A⁻¹ (Σ_t g_t g_tᵀ) A⁻¹,
+    the test cases as clusters (g_t: their parts of the score, θ's and the variances'), robust to a misspecified
+    variance (graded scores); else the model's. H = D − F Fᵀ (D = diag(info), F: k columns per test case,
+    :class:`Posterior`). H⁻¹ is exact on the smaller side of the benchmark (agents, or the test cases' k·n_t columns
+    by Woodbury's identity) up to ``DENSE``; beyond both, the diagonal of H⁻¹ is taken as 1 / the diagonal of H (each
+    agent against hundreds of others: the rest is of the order of 1 / their number) while its row sums, the part the
+    mean takes, stay exact. The variances' part is exact on every side: rank k, one solve H⁻¹ Cᵀ (and H⁻¹ U Zᵀ).
     """
     from scipy import sparse
 
@@ -463,14 +478,16 @@ def relative_variance(fit: LogisticFit, data: ByTestCase, component: np.ndarray,
     test_case = np.repeat(np.arange(n_t), np.diff(data.start))
     u = sparse.csr_array((fit.match_score, (data.agent, test_case)), shape=(n_a, n_t)) if sandwich else None
     ones = np.ones(n_a)
+    # H⁻¹ [1, Cᵀ]: the row sums, and W
+    rhs = np.column_stack([ones, np.zeros((n_a, 0)) if fit.spread is None else fit.spread.cross.T])
     if n_a <= DENSE and (n_a <= k * n_t or k * n_t > DENSE):  # the agents' side: H itself, dense
         h = np.negative(_gram(data, fit.factor))  # H = diag(info) − F Fᵀ, in place: n_a² doubles once
         h.flat[:: n_a + 1] += fit.info
         if sandwich:
-            au = (u.T @ _inverse(h)).T  # H⁻¹ U, n_a × n_t
-            diag, row_sums = np.einsum("ij,ij->i", au, au), au @ (au.T @ ones)
+            inverse = _inverse(h)
+            au, solved = (u.T @ inverse).T, inverse @ rhs  # H⁻¹ U, n_a × n_t
         else:
-            diag, row_sums = _inverse_diagonal(h)
+            diag, solved = _inverse_diagonal(h, rhs)
     elif k * n_t <= DENSE:  # the test cases' side: H⁻¹ = D⁻¹ + D⁻¹ F T⁻¹ Fᵀ D⁻¹, T = I − Fᵀ D⁻¹ F
         column = (test_case[:, None] * k + np.arange(k)).ravel()
         f = sparse.csr_array((fit.factor.ravel(), (np.repeat(data.agent, k), column)), shape=(n_a, k * n_t))
@@ -481,29 +498,63 @@ def relative_variance(fit: LogisticFit, data: ByTestCase, component: np.ndarray,
         def solve(x):  # H⁻¹ x for an n_a × j matrix x
             return d_inv[:, None] * x + df @ (t_inv @ (df.T @ x))
 
+        solved = solve(rhs)
         if sandwich:
-            au = solve(u.toarray()) if n_a * n_t <= 50_000_000 else None
-            if au is None:
+            if n_a * n_t > 50_000_000:
                 raise MemoryError("the sandwich's H⁻¹ U would not fit: use the model's variance")
-            diag, row_sums = np.einsum("ij,ij->i", au, au), au @ (au.T @ ones)
+            au = solve(u.toarray())
         else:
             diag = d_inv + np.einsum("ij,jk,ik->i", df.toarray(), t_inv, df.toarray())
-            row_sums = solve(ones[:, None])[:, 0]
     else:
         precond = K.hessian_diagonal(data.start, data.agent, fit.factor, fit.info)
 
         def matvec(x, out):
             K.hessian_matvec(data.start, data.agent, fit.factor, fit.info, x, out)
 
-        row_sums = _pcg(matvec, precond, ones)
+        def solve(x):
+            return np.column_stack([_pcg(matvec, precond, column) for column in x.T])
+
+        solved, au = solve(rhs), None
         diag = 1.0 / precond
         if sandwich:
-            meat = np.bincount(data.agent, fit.match_score**2, n_a)
-            diag = meat / precond**2
-            row_sums = _pcg(matvec, precond, (u @ (u.T @ row_sums)))
+            diag = np.bincount(data.agent, fit.match_score**2, n_a) / precond**2
+    row_sums, w = solved[:, 0], solved[:, 1:]
+    if sandwich:
+        if au is not None:
+            diag, row_sums = np.einsum("ij,ij->i", au, au), au @ (au.T @ ones)
+        else:
+            row_sums = _pcg(matvec, precond, u @ (u.T @ row_sums))
     n_c = np.bincount(component)[component]
     total = np.bincount(component, row_sums)[component]
-    return np.maximum(diag - 2.0 * row_sums / n_c + total / n_c**2, 0.0)
+    variance = diag - 2.0 * row_sums / n_c + total / n_c**2
+    if fit.spread is not None:
+        times_u = (lambda x: au @ x) if not sandwich or au is not None else (lambda x: solve(u @ x))  # x ↦ H⁻¹ U x
+        variance += _spread_part(fit.spread, w, u, times_u, component)
+    return np.maximum(variance, 0.0)
+
+
+def _spread_part(spread: Spread, w: np.ndarray, u, times_u, component: np.ndarray) -> np.ndarray:
+    """What the prior variances' own error adds to each agent's relative variance, W = H⁻¹ Cᵀ given. The model's:
+    the diagonal of W̃ S⁻¹ W̃ᵀ (W̃: each row less its component's mean; the border ties the components together, through
+    the spread they share). The sandwich's θ rows of A⁻¹ G are H⁻¹ U + W Z, Z = S⁻¹ (Wᵀ U + the variances' parts):
+    it adds the diagonal of W̃ Z Zᵀ W̃ᵀ + 2 Ỹ W̃ᵀ, Y = H⁻¹ U Zᵀ (``times_u``, x ↦ H⁻¹ U x; ``u`` None: the model's)."""
+    try:
+        schur = linalg.cho_factor(spread.curvature - spread.cross @ w)
+    except linalg.LinAlgError:  # not a maximum in the variances: no curvature to take their error from
+        return 0.0
+    w_rel = _centred(w, component)
+    if u is None:
+        return np.einsum("ij,ji->i", w_rel, linalg.cho_solve(schur, w_rel.T))
+    z = linalg.cho_solve(schur, (u.T @ w).T + spread.parts.T)  # k × n_t
+    y_rel = _centred(times_u(z.T), component)
+    return np.einsum("ij,ij->i", w_rel @ (z @ z.T), w_rel) + 2.0 * np.einsum("ij,ij->i", y_rel, w_rel)
+
+
+def _centred(x: np.ndarray, component: np.ndarray) -> np.ndarray:
+    """Each row of x (n_a × j) less the mean of its component's rows."""
+    counts = np.bincount(component)
+    means = np.stack([np.bincount(component, column, len(counts)) / counts for column in x.T], axis=1)
+    return x - means[component]
 
 
 DENSE_GRAM = 1 << 24  # entries: F Fᵀ by a dense product (BLAS) up to 128 MB of F, where the design is dense enough
@@ -537,16 +588,16 @@ def _inverse(h: np.ndarray) -> np.ndarray:
         return linalg.pinvh(h, lower=True)
 
 
-def _inverse_diagonal(h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The diagonal and the row sums of h⁻¹ (h as :func:`_inverse` takes it): from L⁻¹, L Lᵀ = h, a third of
-    what the whole inverse costs (diag h⁻¹ = the columns' sums of squares of L⁻¹, h⁻¹ 1 = L⁻ᵀ L⁻¹ 1)."""
+def _inverse_diagonal(h: np.ndarray, rhs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The diagonal of h⁻¹ and h⁻¹ ``rhs`` (h as :func:`_inverse` takes it): from L⁻¹, L Lᵀ = h, a third of
+    what the whole inverse costs (diag h⁻¹ = the columns' sums of squares of L⁻¹, h⁻¹ x = L⁻ᵀ L⁻¹ x)."""
     factor, info = linalg.lapack.dpotrf(h, lower=1, clean=1)
     if info == 0:
         l_inv, info = linalg.lapack.dtrtri(factor, lower=1, overwrite_c=1)
     if info != 0:
         inverse = _inverse(h)
-        return np.diag(inverse).copy(), inverse @ np.ones(len(h))
-    return np.einsum("ij,ij->j", l_inv, l_inv), l_inv.T @ (l_inv @ np.ones(len(h)))
+        return np.diag(inverse).copy(), inverse @ rhs
+    return np.einsum("ij,ij->j", l_inv, l_inv), l_inv.T @ (l_inv @ rhs)
 
 
 def solve_hessian(fit: LogisticFit, data: ByTestCase, rhs: np.ndarray) -> np.ndarray:

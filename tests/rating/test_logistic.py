@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from scipy import integrate
 
-from agielo_dagster.rating import logistic, rate, simulate_matches
+from agielo_dagster.rating import logistic, rate, simulate_matches, twopl
 from agielo_dagster.rating.frames import encode_matches
 from agielo_dagster.rating.graph import components
 from agielo_dagster.rating.logistic import CENTRE, LOGIT, PRIOR_SCALE, PRIOR_WEIGHT, by_test_case, fit_logistic
@@ -189,29 +189,113 @@ def test_a_tall_benchmarks_first_tenth_converges():
     assert np.abs(snapshot.theta).max() < 10.0
 
 
-@pytest.mark.parametrize("model", [logistic.RASCH, TWOPL], ids=["rasch", "2pl"])
-@pytest.mark.parametrize("coverage", [1.0, 0.1], ids=["dense", "sparse"])
-def test_the_agents_variances_are_those_of_the_inverse_hessian(coverage, model, monkeypatch):
-    """``relative_variance`` against numpy's inverse of H = diag(info) − F Fᵀ, centred on each component's mean:
-    F Fᵀ by BLAS on a full design, by each test case's pairs of matches on a sparse one (in tiles of 7 agents)."""
-    monkeypatch.setattr(logistic, "BLOCK", 7)
-    rng = np.random.default_rng(2)
-    matches = simulate_matches(rng.normal(1500, 300, 60), rng.normal(1500, 300, 40), seed=2, coverage=coverage)
-    m = encode_matches(matches)
-    _, component, _ = components(m)
-    data = by_test_case(m)
-    fit = fit_logistic(data, component, binary=True, model=model)
-    k = fit.factor.shape[1]
-    test_case = np.repeat(np.arange(data.n_test_cases), np.diff(data.start))
-    f = np.zeros((data.n_agents, k * data.n_test_cases))
+def _two_blocks(n_agents: int, n_test_cases: int, binary: bool, seed: int) -> pd.DataFrame:
+    """Two halves of the agents, each playing every test case of its half: two components under one spread.
+    Graded scores are the share of four tries solved."""
+    rng = np.random.default_rng(seed)
+    theta, beta = rng.normal(0.0, 1.5, n_agents), rng.normal(0.0, 1.5, n_test_cases)
+    a, t = np.meshgrid(np.arange(n_agents), np.arange(n_test_cases), indexing="ij")
+    a, t = a.ravel(), t.ravel()
+    a, t = a[(a < n_agents // 2) == (t < n_test_cases // 2)], t[(a < n_agents // 2) == (t < n_test_cases // 2)]
+    p = 1.0 / (1.0 + np.exp(-(theta[a] - beta[t])))
+    tries = 1 if binary else 4
+    score = rng.binomial(tries, p) / tries
+    return _table(list(zip([f"tc_{i:02d}" for i in t], [f"agent_{i:02d}" for i in a], score, strict=True)))
+
+
+def _bordered(fit, data, model):
+    """What the intervals take, computed independently: the negative Hessian A of the fit's objective in (θ, log
+    variances), Jeffreys' term aside as the intervals take it (θ's block the model's H = diag(info) − F Fᵀ, dense;
+    its border and the variances' block by central differences of the variances' score from the model's own
+    posterior pass), and G, each test case's part of the whole score as a column (θ's and the variances')."""
+    n_a, n_t, k = data.n_agents, data.n_test_cases, fit.factor.shape[1]
+    n = len(data.score)
+    prior_mean = np.array([0.0, 1.0])[:k]  # β's and the 2PL's α's
+    a0, b0 = PRIOR_WEIGHT / 2.0, PRIOR_WEIGHT * np.asarray(model.scales) ** 2 / 2.0
+
+    def at(theta, log_var):
+        match_score = np.empty(n)
+        args = (np.exp(log_var), fit.phi, fit.mode.copy(), model.fine, np.zeros(n_a), match_score, np.empty((n, k)))
+        post = model.posterior(data, theta, *args)
+        parts = 0.5 * (np.exp(-log_var) * ((post.mean - prior_mean) ** 2 + post.var) - 1.0)  # n_t × k
+        return match_score, parts, parts.sum(axis=0) - a0 + b0 * np.exp(-log_var)
+
+    theta, log_var, h = fit.theta, np.log(fit.variances), 1e-5
+    cross = np.empty((k, n_a))
+    for a in range(n_a):
+        step = h * np.eye(n_a)[a]
+        cross[:, a] = (at(theta + step, log_var)[2] - at(theta - step, log_var)[2]) / (2.0 * h)
+    curvature = np.empty((k, k))
+    for j in range(k):
+        step = h * np.eye(k)[j]
+        curvature[:, j] = -(at(theta, log_var + step)[2] - at(theta, log_var - step)[2]) / (2.0 * h)
+    test_case = np.repeat(np.arange(n_t), np.diff(data.start))
+    f = np.zeros((n_a, k * n_t))
     for j in range(k):
         f[data.agent, test_case * k + j] = fit.factor[:, j]
-    inverse = np.linalg.inv(np.diag(fit.info) - f @ f.T)
+    bordered = np.block([[np.diag(fit.info) - f @ f.T, -cross.T], [-cross, curvature]])
+    match_score, parts, _ = at(theta, log_var)
+    u = np.zeros((n_a, n_t))
+    u[data.agent, test_case] = match_score
+    return bordered, np.vstack([u, parts.T])
+
+
+SHAPES = {"agents": (8, 40), "test cases": (40, 12), "diagonal": (120, 16)}  # which side relative_variance inverts
+# rules fine enough that the quadrature's own error (the derivatives of the integral against those of its sum over
+# nodes, which the central differences take) stays below the tolerance: with the fits' 9 (the 2PL's 9 × 9) nodes it
+# was 4e-4 (2e-2) of a variance on these test cases of 4 to 6 agents, at 41 (31 × 31) 1e-9 (3e-4)
+FINE = {"rasch": (logistic.RASCH, logistic._hermite(41), 1e-6), "2pl": (TWOPL, twopl._rules(((0, 31),)), 1e-3)}
+
+
+@pytest.mark.parametrize("binary", [True, False], ids=["binary", "graded"])
+@pytest.mark.parametrize(
+    ("side", "name"),
+    [
+        pytest.param(side, name, marks=[pytest.mark.slow] if (side, name) == ("diagonal", "2pl") else [])
+        for side in SHAPES
+        for name in FINE
+    ],
+)
+def test_the_agents_variances_carry_the_spreads_own_uncertainty(side, name, binary, monkeypatch):
+    """``relative_variance`` against the θ block of A⁻¹ (A: the Hessian in θ and the log prior variances, bordered,
+    :func:`_bordered`), or for graded scores of the sandwich A⁻¹ G Gᵀ A⁻¹, each agent less its component's mean.
+    Where the agents' H⁻¹ is approximated (its diagonal, above ``DENSE`` on both sides) the spreads' part still is
+    exact: the variance less the one with the spreads known (``spread=None``), where neither is clipped at 0."""
+    import dataclasses
+
+    model, fine, tolerance = FINE[name]
+    model = dataclasses.replace(model, fine=fine)
+    monkeypatch.setattr(logistic, "BLOCK", 7)
+    if side == "diagonal":
+        monkeypatch.setattr(logistic, "DENSE", 12)
+    m = encode_matches(_two_blocks(*SHAPES[side], binary, seed=3))
+    _, component, _ = components(m)
+    assert component.max() == 1
+    data = by_test_case(m)
+    fit = fit_logistic(data, component, binary=binary, model=model, tolerance=1e-9)
+    bordered, parts = _bordered(fit, data, model)
+    n_a = data.n_agents
     same = component[:, None] == component[None, :]
-    centre = np.eye(data.n_agents) - same / same.sum(axis=1, keepdims=True)  # each agent less its component's mean
-    expected = np.einsum("ij,jk,ik->i", centre, inverse, centre)
-    variance = logistic.relative_variance(fit, data, component, sandwich=False)
-    np.testing.assert_allclose(variance, expected, rtol=1e-10)
+    centre = np.eye(n_a) - same / same.sum(axis=1, keepdims=True)  # each agent less its component's mean
+
+    def relative(inverse):
+        rows = inverse[:n_a] @ parts[: len(inverse)] if not binary else inverse[:n_a, :n_a]
+        v = rows @ rows.T if not binary else rows
+        return np.einsum("ij,jk,ik->i", centre, v, centre)
+
+    expected, held = relative(np.linalg.inv(bordered)), relative(np.linalg.inv(bordered[:n_a, :n_a]))
+    variance = logistic.relative_variance(fit, data, component, sandwich=not binary)
+    known = logistic.relative_variance(dataclasses.replace(fit, spread=None), data, component, sandwich=not binary)
+    if side == "diagonal":
+        kept = known > 0.0
+        assert kept.sum() >= 30  # the diagonal stands for H⁻¹ on hundreds of agents, not 60: clipped at 0 on some here
+        variance, known, expected, held = variance[kept], known[kept], expected[kept], held[kept]
+    else:
+        np.testing.assert_allclose(variance, expected, rtol=tolerance)
+        np.testing.assert_allclose(known, held, rtol=1e-7)  # the sandwich: the last pass's scores, 1e-5 sd before
+    np.testing.assert_allclose(variance - known, expected - held, rtol=0.0, atol=tolerance * expected.min())
+    if binary:  # the model's variance: the spreads' uncertainty widens every interval, some by far more than the tolerance
+        assert np.all(expected > held) and np.max(expected / held) > 1.0 + 100.0 * tolerance
 
 
 def test_a_fit_with_its_spread_kept_keeps_it_and_solves_for_the_agents_alone():
