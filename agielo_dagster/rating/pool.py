@@ -234,7 +234,10 @@ def rate_pool(
     theta -= _agent_shift(pool, sets, shift)
     centre -= shift
     mean -= shift[pool.group]
-    variance = _relative_variance(pool, factor[:, 0], match_score, root, share, info, a_comp, test_case, match_group, free, weigh)
+    spread = (x_v, np.where(curv_v > 0.0, curv_v, fisher), 0.5 * (lam[pool.group] * second - 1.0))  # the last pass's
+    variance = _relative_variance(
+        pool, factor[:, 0], match_score, root, share, info, a_comp, test_case, match_group, free, weigh, spread
+    )
     fit = PoolFit(
         dict(zip(map(str, pool.agent_ids), CENTRE + LOGIT * theta, strict=True)),
         dict(zip(pool.names, CENTRE + LOGIT * centre, strict=True)),
@@ -323,16 +326,22 @@ def _agent_shift(pool: _Pool, sets: np.ndarray, shift: np.ndarray) -> np.ndarray
     return out
 
 
-def _relative_variance(pool: _Pool, f, match_score, root, share, info, a_comp, test_case, match_group, free, weigh) -> np.ndarray:
-    """Each agent's variance of θ_a − (the mean θ of its component's agents), in logits², from the (θ, c) Hessian.
+def _relative_variance(
+    pool: _Pool, f, match_score, root, share, info, a_comp, test_case, match_group, free, weigh, spread
+) -> np.ndarray:
+    """Each agent's variance of θ_a − (the mean θ of its component's agents), in logits², from the (θ, c, log τ²)
+    Hessian: the spreads' own error is in the intervals, as in :func:`~.logistic.relative_variance`.
 
     Binary benchmarks weighed as the likelihood: H⁻¹; otherwise the sandwich H⁻¹ (Σ_t u_t u_tᵀ) H⁻¹ with the test
     cases as clusters (graded scores' variance is not the model's; a weighed likelihood's curvature is not its
-    variance). Above ``DENSE`` parameters each agent's own curvature stands for its row of H."""
+    variance). ``spread``: (x_v, the log τ² block's diagonal, each test case's part of its log τ²'s score) of the last
+    pass. Above ``DENSE`` parameters each agent's own curvature stands for its row of H (the spreads' part left out)."""
     n_a, n_g, n_t = pool.n_agents, len(pool.names), len(pool.group)
     border, d_c = _border(pool, f, root, share, test_case, match_group)
     cols = np.flatnonzero(free)
-    n_x = n_a + len(cols)
+    x_v, curv_v, parts = spread
+    n_h = n_a + len(cols)  # the spreads' rows follow the centres'
+    n_x = n_h + n_g
     fmat = sparse.csr_array((f, (pool.agent, test_case)), shape=(n_a, n_t))
     if n_x > DENSE:
         precond = info - np.bincount(pool.agent, f * f, n_a) - (border[:, cols] ** 2) @ (1.0 / d_c[cols])
@@ -341,17 +350,22 @@ def _relative_variance(pool: _Pool, f, match_score, root, share, info, a_comp, t
     gram = dense @ dense.T if dense is not None else (fmat @ fmat.T).toarray()
     h = np.zeros((n_x, n_x))
     h[:n_a, :n_a] = np.diag(info) - gram
-    h[:n_a, n_a:] = -border[:, cols]
-    h[n_a:, :n_a] = -border[:, cols].T
-    h[n_a:, n_a:] = np.diag(d_c[cols])
+    h[:n_a, n_a:n_h] = -border[:, cols]
+    h[n_a:n_h, :n_a] = -border[:, cols].T
+    h[n_a:n_h, n_a:n_h] = np.diag(d_c[cols])
+    h[:n_a, n_h:] = -x_v  # a spread's score moves with each agent, and against its centre as all its agents do
+    h[n_a:n_h, n_h:] = np.diag(x_v.sum(axis=0))[cols]
+    h[n_h:, :n_h] = h[:n_h, n_h:].T
+    h[n_h:, n_h:] = np.diag(curv_v)
     inverse = _inverse(h)
     if weigh != "test_case" or not pool.binary.all():
         at = np.full(n_g, -1)
         at[cols] = n_a + np.arange(len(cols))
         g_row = at[pool.group[test_case]]
-        rows = np.concatenate([pool.agent, g_row[g_row >= 0]])
-        where = np.concatenate([test_case, test_case[g_row >= 0]])
-        u = sparse.csr_array((np.concatenate([match_score, -match_score[g_row >= 0]]), (rows, where)), shape=(n_x, n_t))
+        rows = np.concatenate([pool.agent, g_row[g_row >= 0], n_h + pool.group])
+        where = np.concatenate([test_case, test_case[g_row >= 0], np.arange(n_t)])
+        values = np.concatenate([match_score, -match_score[g_row >= 0], parts])
+        u = sparse.csr_array((values, (rows, where)), shape=(n_x, n_t))
         meat = (u @ u.T).toarray()
         inverse = inverse @ meat @ inverse
     v = inverse[:n_a, :n_a]

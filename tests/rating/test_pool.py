@@ -105,3 +105,20 @@ def test_weighing_each_benchmark_alike_is_an_option_and_bad_options_are_named(sp
         rate_pool(encoded, weigh="agent")
     with pytest.raises(ValueError, match="at least one benchmark"):
         rate_pool({})
+
+
+@pytest.mark.parametrize("graded", [False, True], ids=["binary", "graded"])
+def test_a_pool_of_one_benchmark_is_the_default_model_intervals_and_all(graded):
+    """One benchmark pooled: the same ratings as :func:`rate`, and the same intervals, its spread's own uncertainty
+    in both (the model's variance for binary scores, the sandwich for graded ones)."""
+    from agielo_dagster.rating import rate, simulate_matches
+
+    rng = np.random.default_rng(7)
+    matches = simulate_matches(rng.normal(1500, 500, 30), rng.normal(1500, 300, 12), seed=7, coverage=0.8)
+    if graded:
+        matches = matches.assign(score=np.round(0.5 * rng.uniform(0, 1, len(matches)) + 0.5 * matches["score"], 2))
+        matches["metric"] = matches["score"]
+    alone = rate(matches).agents.set_index("agent_id")
+    pooled = rate_pool({"b": encode_matches(matches)}).agents.set_index("agent_id").loc[alone.index]
+    np.testing.assert_allclose(pooled["mu"], alone["mu"], atol=1e-6)
+    np.testing.assert_allclose(pooled["sigma"], alone["sigma"], rtol=1e-6)
