@@ -17,7 +17,8 @@ dispersion for graded ones.
   gradients on the matrix-free Hessian. No random orders, no bootstrap, no threshold on size.
 
 An agent's interval is θ ± z·√v with v the variance of θ_a minus the mean of its component's agents
-(Elo has no absolute origin) from the inverse Hessian; ranks follow from the intervals.
+(Elo has no absolute origin) from the inverse Hessian in (θ, log τ²), so that τ's own error is in it; ranks
+follow from the intervals.
 
 The fit serves any :class:`LogisticModel`: what sets one apart is its test cases' parameters and the pass that
 integrates them out (:data:`RASCH` here; the 2PL's, with a discrimination per test case, in :mod:`.twopl`).
@@ -477,7 +478,7 @@ def relative_variance(fit: LogisticFit, data: ByTestCase, component: np.ndarray,
     k = fit.factor.shape[1]
     test_case = np.repeat(np.arange(n_t), np.diff(data.start))
     u = sparse.csr_array((fit.match_score, (data.agent, test_case)), shape=(n_a, n_t)) if sandwich else None
-    ones = np.ones(n_a)
+    ones, au = np.ones(n_a), None  # au: H⁻¹ U where a dense side gives it
     # H⁻¹ [1, Cᵀ]: the row sums, and W
     rhs = np.column_stack([ones, np.zeros((n_a, 0)) if fit.spread is None else fit.spread.cross.T])
     if n_a <= DENSE and (n_a <= k * n_t or k * n_t > DENSE):  # the agents' side: H itself, dense
@@ -514,7 +515,7 @@ def relative_variance(fit: LogisticFit, data: ByTestCase, component: np.ndarray,
         def solve(x):
             return np.column_stack([_pcg(matvec, precond, column) for column in x.T])
 
-        solved, au = solve(rhs), None
+        solved = solve(rhs)
         diag = 1.0 / precond
         if sandwich:
             diag = np.bincount(data.agent, fit.match_score**2, n_a) / precond**2
@@ -528,7 +529,7 @@ def relative_variance(fit: LogisticFit, data: ByTestCase, component: np.ndarray,
     total = np.bincount(component, row_sums)[component]
     variance = diag - 2.0 * row_sums / n_c + total / n_c**2
     if fit.spread is not None:
-        times_u = (lambda x: au @ x) if not sandwich or au is not None else (lambda x: solve(u @ x))  # x ↦ H⁻¹ U x
+        times_u = (lambda x: au @ x) if au is not None else (lambda x: solve(u @ x))  # x ↦ H⁻¹ U x
         variance += _spread_part(fit.spread, w, u, times_u, component)
     return np.maximum(variance, 0.0)
 
