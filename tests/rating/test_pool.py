@@ -108,6 +108,29 @@ def test_weighing_each_benchmark_alike_is_an_option_and_bad_options_are_named(sp
 
 
 @pytest.mark.parametrize("graded", [False, True], ids=["binary", "graded"])
+def test_benchmarks_that_share_no_agent_are_each_the_default_model_intervals_and_all(graded):
+    """Pooled, benchmarks that share no agent are fitted apart (one set each, each its own centre and spread): the
+    same ratings as :func:`rate` of each, and the same intervals, each spread's own uncertainty in them (the model's
+    variance for binary scores, the sandwich for graded ones)."""
+    from agielo_dagster.rating import rate, simulate_matches
+
+    rng = np.random.default_rng(7)
+    tables = {}
+    for name, sd, n_a, n_t in (("b", 300, 12, 30), ("c", 600, 9, 20)):
+        matches = simulate_matches(rng.normal(1500, 500, n_a), rng.normal(1500, sd, n_t), seed=7, coverage=0.8)
+        if graded:
+            matches = matches.assign(score=np.round(0.5 * rng.uniform(0, 1, len(matches)) + 0.5 * matches["score"], 2))
+            matches["metric"] = matches["score"]
+        tables[name] = matches.assign(agent_id=name + "-" + matches["agent_id"])
+    pooled = rate_pool({name: encode_matches(t) for name, t in tables.items()}).agents.set_index("agent_id")
+    for matches in tables.values():
+        alone = rate(matches).agents.set_index("agent_id")
+        # within the fits' tolerance: the pool stops when both benchmarks' steps are short
+        np.testing.assert_allclose(pooled.loc[alone.index, "mu"], alone["mu"], atol=0.01)
+        np.testing.assert_allclose(pooled.loc[alone.index, "sigma"], alone["sigma"], rtol=1e-4)
+
+
+@pytest.mark.parametrize("graded", [False, True], ids=["binary", "graded"])
 def test_a_pool_of_one_benchmark_is_the_default_model_intervals_and_all(graded):
     """One benchmark pooled: the same ratings as :func:`rate`, and the same intervals, its spread's own uncertainty
     in both (the model's variance for binary scores, the sandwich for graded ones)."""
