@@ -199,7 +199,10 @@ def rate_pool(
         fisher = 0.5 * lam * total + PRIOR_WEIGHT * PRIOR_SCALE**2 / 2.0 * lam
         curv_v = fisher - 0.25 * lam**2 * np.bincount(pool.group, second_var, n_g)
         x_v = 0.5 * lam * cross  # H_θ,logτ² = −x_v (per agent and benchmark)
-        hyper_solve = _hyper_block(free, d_c, np.where(curv_v > 0.0, curv_v, fisher), x_v.sum(axis=0))
+        # where the likelihood is not concave in log τ² (a small spread on a benchmark whose test cases each say
+        # little) there is no Newton step: uphill as far as a step may go (by the Fisher information, τ² crept)
+        d_v = np.where(curv_v > 0.0, curv_v, np.maximum(np.abs(grad_v), 1e-9) / MAX_STEP)
+        hyper_solve = _hyper_block(free, d_c, d_v, x_v.sum(axis=0))
 
         def schur(x, out, info=info, curvature=curvature, border_c=border_c, x_v=x_v, hyper_solve=hyper_solve):
             K.hessian_matvec(pool.start, pool.agent, factor, info, x, out)

@@ -5,8 +5,9 @@ import pandas as pd
 import pytest
 from scipy.stats import spearmanr
 
-from agielo_dagster.rating.frames import encode_matches
-from agielo_dagster.rating.pool import rate_pool
+from agielo_dagster.rating.frames import Matches, encode_matches
+from agielo_dagster.rating.logistic import LOGIT
+from agielo_dagster.rating.pool import PoolFit, rate_pool
 
 ONE_HALF = "knn_5"  # evaluated on the first half only
 HALF_OF_HALF = "gaussian_nb"  # on the first half and half of the second
@@ -78,6 +79,27 @@ def test_a_warm_start_gives_the_same_tables_in_fewer_passes(split):
     assert warm.iterations < cold.iterations
     pd.testing.assert_frame_equal(warm.agents, cold.agents, check_exact=False, atol=0.01)
     pd.testing.assert_frame_equal(warm.benchmarks, cold.benchmarks, check_exact=False, atol=0.01, rtol=0)
+
+
+def test_a_spread_started_where_its_likelihood_is_not_concave_climbs_out_in_a_few_passes():
+    """Issue 41's crawl: one graded benchmark of two like agents, hard for both (a test case's scores say little of
+    its difficulty). From a small spread the marginal likelihood is convex in log τ²; a step by its Fisher information
+    (fifty times the curvature there) crept up 4 % a pass: 46 passes from τ² = 0.02."""
+    rng = np.random.default_rng(0)
+    n_t = 10_000
+    difficulty = rng.normal(500.0, 300.0, n_t)
+    agent, case = np.tile(np.arange(2, dtype=np.int32), n_t), np.repeat(np.arange(n_t, dtype=np.int32), 2)
+    p = 1.0 / (1.0 + 10.0 ** (difficulty[case] / 400.0))
+    score = rng.beta(6 * p + 0.2, 6 * (1 - p) + 0.2)
+    ids = np.array([f"t{i}" for i in range(n_t)], dtype=object)
+    benchmark = {"hard": Matches(agent, case, score, score, np.array(["a", "b"], dtype=object), ids, "pandas")}
+    fits = []
+    for tau2 in (0.02, 0.085):
+        start = PoolFit({"a": 1500.0, "b": 1500.0}, {"hard": 2000.0}, {"hard": LOGIT * np.sqrt(tau2)}, {"hard": 0.24})
+        fits.append(rate_pool(benchmark, start=start))
+        assert fits[-1].iterations <= 20, (tau2, fits[-1].iterations)
+    assert fits[0].fit.spreads["hard"] == pytest.approx(fits[1].fit.spreads["hard"], abs=0.01)
+    assert fits[0].fit.dispersions["hard"] == pytest.approx(fits[1].fit.dispersions["hard"], rel=1e-4)
 
 
 def test_row_order_and_names_do_not_move_the_ratings(split):
