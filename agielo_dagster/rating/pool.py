@@ -179,7 +179,7 @@ def rate_pool(
     agent_var = np.zeros(n_a)
     test_case = pool.test_case
     match_group = pool.group[test_case]
-    iteration = 0
+    iteration, last = 0, np.zeros((2, n_g))  # last: each benchmark's last move of (log τ², log φ)
     while iteration < MAX_ITERATIONS:
         iteration += 1
         inv_phi = 1.0 / phi
@@ -225,10 +225,15 @@ def rate_pool(
         theta, centre = theta + step, centre + step_c
         mode += step_c[pool.group]
         agent_var = 1.0 / info
-        tau2_next = tau2 * np.exp(step_v)
-        phi_next = np.where(pool.binary, 1.0, np.maximum(pearson, 1e-6))
-        moved = max(np.abs(np.log(tau2_next / tau2)).max(), np.abs(np.log(phi_next / phi)).max())
-        tau2, phi = tau2_next, phi_next
+        move = np.stack([step_v, np.log(np.where(pool.binary, 1.0, np.maximum(pearson, 1e-6)) / phi)])
+        # φ is Pearson's between the passes, so near the end (τ², φ) approach their fixed point linearly, each move
+        # a share of the last along it: where it is, go the rest of the way at once (Aitken's extrapolation)
+        along, before = (move * last).sum(axis=0), (last**2).sum(axis=0)
+        ratio = np.divide(along, before, out=np.zeros(n_g), where=along > 0.0)
+        linear = (along**2 > 0.8 * (move**2).sum(axis=0) * before) & (ratio < 0.9) & (np.abs(move).max(axis=0) < LAPLACE_UNTIL)
+        last = move * np.where(linear & (rule is fine), 1.0 / (1.0 - ratio), 1.0)
+        tau2, phi = tau2 * np.exp(last[0]), phi * np.exp(last[1])
+        moved = np.abs(last).max()
         if rule is coarse and (max(longest, moved) < LAPLACE_UNTIL or iteration >= 8):
             rule = fine
         elif rule is fine and max(in_sd, moved) < tolerance:
