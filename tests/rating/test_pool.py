@@ -83,8 +83,8 @@ def test_a_warm_start_gives_the_same_tables_in_fewer_passes(split):
 
 def test_a_spread_started_where_its_likelihood_is_not_concave_climbs_out_in_a_few_passes():
     """Issue 41's crawl: one graded benchmark of two like agents, hard for both (a test case's scores say little of
-    its difficulty). From a small spread the marginal likelihood is convex in log τ²; a step by its Fisher information
-    (fifty times the curvature there) crept up 4 % a pass: 46 passes from τ² = 0.02."""
+    its difficulty). From a small spread the marginal likelihood is convex in log τ²; steps by the Fisher information
+    there, far above the curvature's size, crept up a few per cent a pass."""
     rng = np.random.default_rng(0)
     n_t = 10_000
     difficulty = rng.normal(500.0, 300.0, n_t)
