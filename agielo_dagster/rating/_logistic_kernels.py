@@ -330,3 +330,96 @@ def gram(start, agent, factor, n_agents, block):
                         else:
                             row[agent[j]] += f0 * factor[j, 0]
     return out
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def posterior_nodes(start, agent, score, theta, mode, tau2, inv_phi, nodes, log_weights):
+    """Each test case's posterior of β given ``theta`` (prior N(0, tau2)) as quadrature nodes and their normalized
+    weights (n_t × K each), placed at its mode (Newton's from ``mode``) with the spread of its curvature."""
+    n_t = len(start) - 1
+    K = len(nodes)
+    at = np.empty((n_t, K))
+    weight = np.empty((n_t, K))
+    for t in range(n_t):
+        b = mode[t]
+        curv = 1.0 / tau2
+        for _ in range(100):
+            grad = -b / tau2
+            curv = 1.0 / tau2
+            for i in range(start[t], start[t + 1]):
+                _, p = _log_lik(theta[agent[i]] - b, score[i])
+                grad -= (score[i] - p) * inv_phi
+                curv += p * (1.0 - p) * inv_phi
+            step = max(-2.0, min(2.0, grad / curv))
+            b += step
+            if abs(step) < 1e-10:
+                break
+        scale = math.sqrt(2.0 / curv)
+        for k in range(K):
+            beta = b + scale * nodes[k]
+            at[t, k] = beta
+            v = log_weights[k] + nodes[k] * nodes[k] - 0.5 * beta * beta / tau2
+            for i in range(start[t], start[t + 1]):
+                ll, _ = _log_lik(theta[agent[i]] - beta, score[i])
+                v += ll * inv_phi
+            weight[t, k] = v
+        _normalize(weight[t], K)
+    return at, weight
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def conditional_pass(start, agent, score, theta, trial, at, weight, inv_phi, active):
+    """Per agent, with every other agent at ``theta`` and itself at ``trial``: Σ over its matches of
+    log E[L(trial) / L(theta)] (the expectation over its test case's posterior at ``theta``: the log marginal
+    likelihood's change, exactly), its derivative Σ E'[s − p]/φ, the information I = Σ E'[p(1 − p)]/φ and its
+    derivative, E' the expectation over the posterior at ``trial`` (the nodes' weights tilted by the ratio). Only
+    the ``active`` agents' matches are visited (the others' sums are 0).
+
+    At node β, with e = e^(β − θ) = A u (A = e^(b − θ) once a match, u = e^(β − b) once a test case and node), the
+    ratio is e^(−(1 − s)(trial − θ)/φ) · ((1 + e_θ) / (1 + e_trial))^(1/φ): no transcendental a node for binary
+    scores, and the node's factor lies between 1 and e^(trial − θ), so the sum cannot overflow."""
+    n_agents = len(active)
+    log_ratio = np.zeros(n_agents)
+    gradient = np.zeros(n_agents)
+    info = np.zeros(n_agents)
+    slope = np.zeros(n_agents)
+    K = at.shape[1]
+    u = np.empty(K)
+    r = np.empty(K)
+    q = np.empty(K)
+    binary = inv_phi == 1.0
+    for t in range(len(start) - 1):
+        b = at[t, K // 2]
+        for k in range(K):
+            u[k] = math.exp(at[t, k] - b)
+        for i in range(start[t], start[t + 1]):
+            a = agent[i]
+            if not active[a]:
+                continue
+            s = score[i]
+            moved = _exp(b - trial[a])
+            held = _exp(b - theta[a])
+            total = 0.0
+            for k in range(K):
+                e1 = min(moved * u[k], 1e300)
+                factor = (1.0 + min(held * u[k], 1e300)) / (1.0 + e1)
+                if not binary:
+                    factor = factor**inv_phi
+                r[k] = weight[t, k] * factor
+                q[k] = 1.0 / (1.0 + e1)
+                total += r[k]
+            mean_p = 0.0
+            w = 0.0
+            for k in range(K):
+                r[k] /= total
+                mean_p += r[k] * q[k]
+                w += r[k] * q[k] * (1.0 - q[k])
+            bend = 0.0  # d/dθ E'[p(1 − p)]: each node's own, and the tilt's, Cov'(p(1 − p), (s − p)/φ)
+            for k in range(K):
+                wk = q[k] * (1.0 - q[k])
+                bend += r[k] * (wk * (1.0 - 2.0 * q[k]) + (wk - w) * (mean_p - q[k]) * inv_phi)
+            log_ratio[a] += math.log(total) - (1.0 - s) * (trial[a] - theta[a]) * inv_phi
+            gradient[a] += (s - mean_p) * inv_phi
+            info[a] += w * inv_phi
+            slope[a] += bend * inv_phi
+    return log_ratio, gradient, info, slope

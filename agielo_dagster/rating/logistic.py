@@ -16,9 +16,9 @@ dispersion for graded ones.
   at 400 Elo), jointly with θ: Newton's method on (θ, log τ²), its linear system solved by conjugate
   gradients on the matrix-free Hessian. No random orders, no bootstrap, no threshold on size.
 
-An agent's interval is θ ± z·√v with v the variance of θ_a minus the mean of its component's agents
-(Elo has no absolute origin) from the inverse Hessian in (θ, log τ²), so that τ's own error is in it; ranks
-follow from the intervals.
+An agent's standard error is √v with v the variance of θ_a minus the mean of its component's agents (Elo has no
+absolute origin) from the inverse Hessian in (θ, log τ²), so that τ's own error is in it; its interval keeps the
+shape of its likelihood (:mod:`.likelihood_interval`) at that scale, and ranks follow from the intervals.
 
 The fit serves any :class:`LogisticModel`: what sets one apart is its test cases' parameters and the pass that
 integrates them out (:data:`RASCH` here; the 2PL's, with a discrimination per test case, in :mod:`.twopl`).
@@ -464,9 +464,10 @@ def relative_variance(fit: LogisticFit, data: ByTestCase, component: np.ndarray,
 
     The θ block of A⁻¹, A the negative Hessian in (θ, log prior variances) where the fit estimated the variances
     (``fit.spread``): H⁻¹ + W S⁻¹ Wᵀ, W = H⁻¹ Cᵀ, S = V − C W (C: the border, V: the variances' block), so that the
-    spread's own error is in the intervals; with the variances kept (known), H⁻¹. ``sandwich``: A⁻¹ (Σ_t g_t g_tᵀ) A⁻¹,
-    the test cases as clusters (g_t: their parts of the score, θ's and the variances'), robust to a misspecified
-    variance (graded scores); else the model's. H = D − F Fᵀ (D = diag(info), F: k columns per test case,
+    spread's own error is in the intervals; with the variances kept (known), H⁻¹. ``sandwich``: the larger of the model's and
+    A⁻¹ (Σ_t g_t g_tᵀ) A⁻¹, the test cases as clusters (g_t: their parts of the score, θ's and the variances'), robust
+    to a misspecified variance (graded scores) where its residuals are many enough to see it (an agent scoring near 0
+    or 1 has small ones whatever the variance); else the model's. H = D − F Fᵀ (D = diag(info), F: k columns per test case,
     :class:`Posterior`). H⁻¹ is exact on the smaller side of the benchmark (agents, or the test cases' k·n_t columns
     by Woodbury's identity) up to ``DENSE``; beyond both, the diagonal of H⁻¹ is taken as 1 / the diagonal of H (each
     agent against hundreds of others: the rest is of the order of 1 / their number) while its row sums, the part the
@@ -486,7 +487,7 @@ def relative_variance(fit: LogisticFit, data: ByTestCase, component: np.ndarray,
         h.flat[:: n_a + 1] += fit.info
         if sandwich:
             inverse = _inverse(h)
-            au, solved = (u.T @ inverse).T, inverse @ rhs  # H⁻¹ U, n_a × n_t
+            au, solved, diag = (u.T @ inverse).T, inverse @ rhs, np.diag(inverse).copy()  # au: H⁻¹ U, n_a × n_t
         else:
             diag, solved = _inverse_diagonal(h, rhs)
     elif k * n_t <= DENSE:  # the test cases' side: H⁻¹ = D⁻¹ + D⁻¹ F T⁻¹ Fᵀ D⁻¹, T = I − Fᵀ D⁻¹ F
@@ -500,12 +501,11 @@ def relative_variance(fit: LogisticFit, data: ByTestCase, component: np.ndarray,
             return d_inv[:, None] * x + df @ (t_inv @ (df.T @ x))
 
         solved = solve(rhs)
+        diag = d_inv + np.einsum("ij,jk,ik->i", df.toarray(), t_inv, df.toarray())
         if sandwich:
             if n_a * n_t > 50_000_000:
                 raise MemoryError("the sandwich's H⁻¹ U would not fit: use the model's variance")
             au = solve(u.toarray())
-        else:
-            diag = d_inv + np.einsum("ij,jk,ik->i", df.toarray(), t_inv, df.toarray())
     else:
         precond = K.hessian_diagonal(data.start, data.agent, fit.factor, fit.info)
 
@@ -517,21 +517,28 @@ def relative_variance(fit: LogisticFit, data: ByTestCase, component: np.ndarray,
 
         solved = solve(rhs)
         diag = 1.0 / precond
-        if sandwich:
-            diag = np.bincount(data.agent, fit.match_score**2, n_a) / precond**2
     row_sums, w = solved[:, 0], solved[:, 1:]
-    if sandwich:
+    variance = _relative(diag, row_sums, component)
+    if fit.spread is not None:
+        variance += _spread_part(fit.spread, w, None, None, component)
+    if sandwich:  # the larger of the two: an agent scoring near 0 or 1 leaves the sandwich too few residuals
         if au is not None:
-            diag, row_sums = np.einsum("ij,ij->i", au, au), au @ (au.T @ ones)
+            robust = _relative(np.einsum("ij,ij->i", au, au), au @ (au.T @ ones), component)
         else:
-            row_sums = _pcg(matvec, precond, u @ (u.T @ row_sums))
+            meat = np.bincount(data.agent, fit.match_score**2, n_a) / precond**2
+            robust = _relative(meat, _pcg(matvec, precond, u @ (u.T @ row_sums)), component)
+        if fit.spread is not None:
+            times_u = (lambda x: au @ x) if au is not None else (lambda x: solve(u @ x))  # x ↦ H⁻¹ U x
+            robust += _spread_part(fit.spread, w, u, times_u, component)
+        variance = np.maximum(variance, robust)
+    return np.maximum(variance, 0.0)
+
+
+def _relative(diag: np.ndarray, row_sums: np.ndarray, component: np.ndarray) -> np.ndarray:
+    """Var(θ_a − its component's mean θ) from the diagonal and the row sums of the covariance."""
     n_c = np.bincount(component)[component]
     total = np.bincount(component, row_sums)[component]
-    variance = diag - 2.0 * row_sums / n_c + total / n_c**2
-    if fit.spread is not None:
-        times_u = (lambda x: au @ x) if au is not None else (lambda x: solve(u @ x))  # x ↦ H⁻¹ U x
-        variance += _spread_part(fit.spread, w, u, times_u, component)
-    return np.maximum(variance, 0.0)
+    return diag - 2.0 * row_sums / n_c + total / n_c**2
 
 
 def _spread_part(spread: Spread, w: np.ndarray, u, times_u, component: np.ndarray) -> np.ndarray:

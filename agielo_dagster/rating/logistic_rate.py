@@ -19,6 +19,7 @@ from .frames import Matches, to_flavour
 from .graph import components, warn_if_disconnected
 from .intervals import interval_ranks, z_of
 from .item_quality import QUALITY_COLUMNS, item_quality
+from .likelihood_interval import likelihood_sides, stretch
 from .logistic import (
     CENTRE,
     DERIVED_TOLERANCE,
@@ -114,12 +115,20 @@ def rate_logistic(m: Matches, settings: RatingSettings, *, warn: bool = True) ->
     binary = _is_binary(m.score)
     data = by_test_case(m)
     fit = fit_logistic(data, a_comp, binary=binary, model=model)
-    # binary scores: the model's own variance; graded ones: the sandwich (their variance is not the model's)
-    sd = LOGIT * np.sqrt(relative_variance(fit, data, a_comp, sandwich=not binary))
-    a_mu = _same_for_same_results(m, _elo(fit.theta))
-    sd = _same_for_same_results(m, sd)
+    # binary scores: the model's own variance; graded ones: the larger of it and the sandwich (their variance is
+    # not the model's, and an agent scoring near 0 or 1 leaves the sandwich too few residuals to see it)
+    sd = np.sqrt(relative_variance(fit, data, a_comp, sandwich=not binary))
     z = z_of(settings.level)
-    lo, hi = a_mu - z * sd, a_mu + z * sd
+    if model is RASCH:
+        down, up = likelihood_sides(fit, data, z)
+        scale = stretch(fit, data, sd)
+        down, up = down * scale, up * scale
+    else:
+        down = up = z * sd
+    a_mu = _same_for_same_results(m, _elo(fit.theta))
+    sd = _same_for_same_results(m, LOGIT * sd)
+    lo = _same_for_same_results(m, a_mu - LOGIT * down)
+    hi = _same_for_same_results(m, a_mu + LOGIT * up)
     rank, rank_lo, rank_hi = interval_ranks(lo, hi, a_comp)
     a_n, a_score, a_metric, t_n, t_score, t_metric = _kernels.summaries(m.agent, m.test_case, m.score, m.metric, n_a, n_t)
     agents = pd.DataFrame(

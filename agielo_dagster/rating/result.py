@@ -49,7 +49,9 @@ class RatingResult:
         component`` (Glicko's add ``mu_order_sd``):
 
         - ``mu``: the agent's competency; ``sigma``: the standard error of its difference from the
-          mean of its component's agents; ``mu_lo, mu_hi``: the ``level`` interval (95 % by default);
+          mean of its component's agents; ``mu_lo, mu_hi``: the ``level`` interval (95 % by default;
+          the logistic model's keeps its likelihood's shape: longer outwards for an agent that its test
+          cases place from one side);
         - ``rank``: 1 + the number of agents of the same component whose interval lies entirely
           above this one (agents no interval separates share a rank); ``rank_lo`` (= ``rank``) and
           ``rank_hi``: the best and worst ranks the intervals allow;

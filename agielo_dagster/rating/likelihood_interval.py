@@ -1,0 +1,100 @@
+"""Likelihood-shaped intervals of the rasch model's agents: where the curvature cannot place them.
+
+An agent's rating is placed by its own test cases. Where those sit far on one side of it (the best and the worst
+agents of a wide benchmark, a perfect or zero score) its likelihood is far from quadratic: flat outwards, steep
+inwards, and an interval from the curvature at the fit, μ ± zσ, is too short outwards and too long inwards.
+
+Agent a's objective with every other agent, τ and φ held at the fit, is its marginal penalized likelihood
+ℓ_a(θ) = Σ over its matches of log E[L_i(θ) / L_i(θ̂)] + ½ log I_a(θ) (the expectation over the test case's
+posterior at the fit: the change of the log marginal likelihood, exactly; Jeffreys' term as the fit takes it).
+The interval's sides are where ℓ_a falls by z²/2 from its maximum, each multiplied by the full variance's share
+over the conditional one, σ √H_aa (the other agents' and the test cases' uncertainty, and for graded scores the
+sandwich, which the conditional likelihood does not see): where ℓ_a is quadratic this is μ ± zσ.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _logistic_kernels as K
+from .logistic import ByTestCase, LogisticFit
+
+__all__ = ["likelihood_sides", "stretch"]
+
+NODES = 21  # Gauss-Hermite nodes per test case: 9 (the fit's) put a perfect scorer's outer side 2 % short of the exact one
+TOP = 1e-3  # standard errors: how closely the maximum is found (its height then errs by some 1e-6 of the fall)
+SIDE = 1e-6  # standard errors: how closely the sides are
+MAX_STEPS = 60
+_RULE = np.polynomial.hermite.hermgauss(NODES)
+
+
+def likelihood_sides(fit: LogisticFit, data: ByTestCase, z: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per agent (logits) the distances below and above the maximum of its objective (the module's ℓ_a) at which it
+    has fallen by z²/2; 0 for an agent without a match. Every agent at once: each evaluation is one pass over the
+    matches, and safeguarded Newton's steps on the objective's own derivative take a dozen or two in all."""
+    at, weight = K.posterior_nodes(
+        data.start, data.agent, data.score, fit.theta, fit.mode[:, 0].copy(), fit.tau2, 1.0 / fit.phi, _RULE[0], np.log(_RULE[1])
+    )
+    played = np.bincount(data.agent, minlength=data.n_agents) > 0
+
+    def objective(trial: np.ndarray, active: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """ℓ_a, its derivative and the information at ``trial`` of the ``active`` agents (a pass over their matches)."""
+        log_ratio, gradient, info, slope = K.conditional_pass(
+            data.start, data.agent, data.score, fit.theta, trial, at, weight, 1.0 / fit.phi, active
+        )
+        info = np.maximum(info, 1e-300)
+        return log_ratio + 0.5 * np.log(info), gradient + 0.5 * slope / info, info
+
+    # the maximum: secant steps on the derivative from a Fisher step (the fit's Jeffreys' term is taken off the
+    # common level: its θ is close to this maximum, not at it); an agent leaves the passes once placed
+    active = played.copy()
+    x0 = fit.theta.copy()
+    _, g0, info = objective(x0, active)
+    x1 = x0 + np.where(active, np.clip(g0 / info, -1.0, 1.0), 0.0)
+    height = np.zeros(data.n_agents)
+    for _ in range(MAX_STEPS):
+        value, g1, info_at = objective(x1, active)
+        height, info = np.where(active, value, height), np.where(active, info_at, info)
+        active &= np.abs(x1 - x0) * np.sqrt(info) >= TOP
+        if not active.any():
+            break
+        curv = np.where(x1 != x0, (g0 - g1) / np.where(x1 != x0, x1 - x0, 1.0), info)
+        curv = np.where(curv > 0.0, curv, info)  # not concave between the two: the information's step
+        x0, g0 = x1, g1
+        x1 = x1 + np.where(active, np.clip(g1 / np.where(active, curv, 1.0), -1.0, 1.0), 0.0)
+    top = x1
+    fall = z * z / 2.0
+    sides = []
+    for sign in (-1.0, 1.0):
+        # Newton on the fall m(d) = height − ℓ(top ± d) − z²/2 within its bracket [near, far] (far: inf until
+        # known), the bracket's secant where Newton's step leaves it (m is convex outwards of a perfect score:
+        # Newton from below overshoots); from the information's quadratic guess
+        near, far = np.zeros(data.n_agents), np.full(data.n_agents, np.inf)
+        miss_near, miss_far = np.full(data.n_agents, -fall), np.full(data.n_agents, np.inf)
+        d = np.where(played, z / np.sqrt(info), 0.0)
+        active = played.copy()
+        for _ in range(MAX_STEPS):
+            value, gradient, _ = objective(top + sign * d, active)
+            miss = height - value - fall
+            below = miss < 0.0
+            near, miss_near = np.where(below, d, near), np.where(below, miss, miss_near)
+            far, miss_far = np.where(below, far, d), np.where(below, miss_far, miss)
+            rate = -sign * gradient  # m'(d): Jeffreys' term falls without end outwards, every side is finite
+            with np.errstate(invalid="ignore", divide="ignore"):
+                nxt = d - miss / np.where(rate > 0.0, rate, np.nan)
+                secant = near - miss_near * (far - near) / (miss_far - miss_near)
+            inside = (nxt > near) & (nxt < far)
+            nxt = np.where(inside, nxt, np.where(np.isfinite(far), secant, 2.0 * np.maximum(d, near)))
+            done = np.abs(nxt - d) * np.sqrt(info) < SIDE
+            d = np.where(active, nxt, d)
+            active &= ~done
+            if not active.any():
+                break
+        sides.append(d)
+    return sides[0], sides[1]
+
+
+def stretch(fit: LogisticFit, data: ByTestCase, sd: np.ndarray) -> np.ndarray:
+    """σ √H_aa: each agent's full standard error (logits) over its conditional one, the others held."""
+    diagonal = K.hessian_diagonal(data.start, data.agent, fit.factor, fit.info)
+    return sd * np.sqrt(np.maximum(diagonal, 0.0))
