@@ -342,7 +342,7 @@ def _relative_variance(
 
     Binary benchmarks weighed as the likelihood: H⁻¹; otherwise the sandwich H⁻¹ (Σ_t u_t u_tᵀ) H⁻¹ with the test
     cases as clusters (graded scores' variance is not the model's; a weighed likelihood's curvature is not its
-    variance). ``spread``: (x_v, the log τ² block's diagonal, each test case's part of its log τ²'s score) of the last
+    variance), unweighed the larger of the two. ``spread``: (x_v, the log τ² block's diagonal, each test case's part of its log τ²'s score) of the last
     pass. Above ``DENSE`` parameters each agent's own curvature stands for its row of H (the spreads' part left out)."""
     n_a, n_g, n_t = pool.n_agents, len(pool.names), len(pool.group)
     border, d_c = _border(pool, f, root, share, test_case, match_group)
@@ -365,7 +365,7 @@ def _relative_variance(
     h[n_a:n_h, n_h:] = np.diag(x_v.sum(axis=0))[cols]
     h[n_h:, :n_h] = h[:n_h, n_h:].T
     h[n_h:, n_h:] = np.diag(curv_v)
-    inverse = _inverse(h)
+    inverse = model = _inverse(h)
     if weigh != "test_case" or not pool.binary.all():
         at = np.full(n_g, -1)
         at[cols] = n_a + np.arange(len(cols))
@@ -376,13 +376,20 @@ def _relative_variance(
         u = sparse.csr_array((values, (rows, where)), shape=(n_x, n_t))
         meat = (u @ u.T).toarray()
         inverse = inverse @ meat @ inverse
-    v = inverse[:n_a, :n_a]
-    out = np.empty(n_a)
+    out = _centred_diagonal(inverse[:n_a, :n_a], a_comp)
+    if weigh == "test_case":  # the larger of the two, as rate()'s: an agent near 0 or 1 leaves the sandwich small
+        out = np.maximum(out, _centred_diagonal(model[:n_a, :n_a], a_comp))
+    return np.maximum(out, 0.0)
+
+
+def _centred_diagonal(v: np.ndarray, a_comp: np.ndarray) -> np.ndarray:
+    """The diagonal of the covariance ``v`` of θ_a − its component's mean θ."""
+    out = np.empty(len(v))
     for c in np.unique(a_comp):
         idx = np.flatnonzero(a_comp == c)
         block = v[np.ix_(idx, idx)]
         out[idx] = np.diag(block) - 2.0 * block.mean(axis=1) + block.mean()
-    return np.maximum(out, 0.0)
+    return out
 
 
 def _agent_table(pool: _Pool, theta, variance, a_comp, level: float, provisional: frozenset[str]) -> pd.DataFrame:

@@ -258,7 +258,8 @@ FINE = {"rasch": (logistic.RASCH, logistic._hermite(41), 1e-6), "2pl": (TWOPL, t
 )
 def test_the_agents_variances_carry_the_spreads_own_uncertainty(side, name, binary, monkeypatch):
     """``relative_variance`` against the θ block of A⁻¹ (A: the Hessian in θ and the log prior variances, bordered,
-    :func:`_bordered`), or for graded scores of the sandwich A⁻¹ G Gᵀ A⁻¹, each agent less its component's mean.
+    :func:`_bordered`), for graded scores the larger of it and the sandwich A⁻¹ G Gᵀ A⁻¹'s, each agent less its
+    component's mean.
     Where the agents' H⁻¹ is approximated (its diagonal, above ``DENSE`` on both sides) the spreads' part still is
     exact: the variance less the one with the spreads known (``spread=None``), where neither is clipped at 0."""
     import dataclasses
@@ -278,17 +279,27 @@ def test_the_agents_variances_carry_the_spreads_own_uncertainty(side, name, bina
     same = component[:, None] == component[None, :]
     centre = np.eye(n_a) - same / same.sum(axis=1, keepdims=True)  # each agent less its component's mean
 
-    def relative(inverse):
-        rows = inverse[:n_a] @ parts[: len(inverse)] if not binary else inverse[:n_a, :n_a]
-        v = rows @ rows.T if not binary else rows
+    def relative(inverse, sandwich):
+        rows = inverse[:n_a] @ parts[: len(inverse)] if sandwich else inverse[:n_a, :n_a]
+        v = rows @ rows.T if sandwich else rows
         return np.einsum("ij,jk,ik->i", centre, v, centre)
 
-    expected, held = relative(np.linalg.inv(bordered)), relative(np.linalg.inv(bordered[:n_a, :n_a]))
+    def larger(inverse):  # graded scores: the larger of the model's and the sandwich's, agent by agent
+        model = relative(inverse, False)
+        return (model, model) if binary else (np.maximum(model, relative(inverse, True)), relative(inverse, True))
+
+    (expected, sandwich), (held, sandwich_held) = larger(np.linalg.inv(bordered)), larger(np.linalg.inv(bordered[:n_a, :n_a]))
     variance = logistic.relative_variance(fit, data, component, sandwich=not binary)
     known = logistic.relative_variance(dataclasses.replace(fit, spread=None), data, component, sandwich=not binary)
     if side == "diagonal":
         kept = known > 0.0
         assert kept.sum() >= 30  # the diagonal stands for H⁻¹ on hundreds of agents, not 60: clipped at 0 on some here
+        if not binary:  # the sandwich's spread part, where the sandwich is the larger with the spreads known or not
+            model = logistic.relative_variance(fit, data, component, sandwich=False)
+            model_known = logistic.relative_variance(dataclasses.replace(fit, spread=None), data, component, sandwich=False)
+            kept &= (variance > model * (1.0 + 1e-9)) & (known > model_known * (1.0 + 1e-9))
+            expected, held = sandwich, sandwich_held
+            assert kept.sum() >= 10
         variance, known, expected, held = variance[kept], known[kept], expected[kept], held[kept]
     else:
         np.testing.assert_allclose(variance, expected, rtol=tolerance)
