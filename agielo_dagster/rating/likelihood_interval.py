@@ -17,15 +17,13 @@ from __future__ import annotations
 import numpy as np
 
 from . import _logistic_kernels as K
-from .logistic import ByTestCase, LogisticFit
+from .logistic import RASCH, ByTestCase, LogisticFit
 
 __all__ = ["likelihood_sides", "stretch"]
 
-NODES = 21  # Gauss-Hermite nodes per test case: 9 (the fit's) put a perfect scorer's outer side 2 % short of the exact one
 TOP = 1e-3  # standard errors: how closely the maximum is found (its height then errs by some 1e-6 of the fall)
 SIDE = 1e-6  # standard errors: how closely the sides are
 MAX_STEPS = 60
-_RULE = np.polynomial.hermite.hermgauss(NODES)
 
 
 def likelihood_sides(fit: LogisticFit, data: ByTestCase, z: float) -> tuple[np.ndarray, np.ndarray]:
@@ -33,7 +31,7 @@ def likelihood_sides(fit: LogisticFit, data: ByTestCase, z: float) -> tuple[np.n
     has fallen by z²/2; 0 for an agent without a match. Every agent at once: each evaluation is one pass over the
     matches, and safeguarded Newton's steps on the objective's own derivative take a dozen or two in all."""
     at, weight = K.posterior_nodes(
-        data.start, data.agent, data.score, fit.theta, fit.mode[:, 0].copy(), fit.tau2, 1.0 / fit.phi, _RULE[0], np.log(_RULE[1])
+        data.start, data.agent, data.score, fit.theta, fit.mode[:, 0].copy(), fit.tau2, 1.0 / fit.phi, *RASCH.fine
     )
     played = np.bincount(data.agent, minlength=data.n_agents) > 0
 
