@@ -377,7 +377,7 @@ def _relative_variance(
         meat = (u @ u.T).toarray()
         inverse = inverse @ meat @ inverse
     out = _centred_diagonal(inverse[:n_a, :n_a], a_comp)
-    if weigh == "test_case":  # the larger of the two, as rate()'s: an agent near 0 or 1 leaves the sandwich small
+    if weigh == "test_case" and inverse is not model:  # the larger, as rate()'s: near 0 or 1 the sandwich is small
         out = np.maximum(out, _centred_diagonal(model[:n_a, :n_a], a_comp))
     return np.maximum(out, 0.0)
 
