@@ -369,22 +369,28 @@ def posterior_nodes(start, agent, score, theta, mode, tau2, inv_phi, nodes, log_
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def conditional_pass(start, agent, score, theta, trial, at, weight, inv_phi, active):
-    """Per agent, with every other agent at ``theta`` and itself at ``trial``: Σ over its matches of
-    log E[L(trial) / L(theta)] (the expectation over its test case's posterior at ``theta``: the log marginal
-    likelihood's change, exactly), its derivative Σ E'[s − p]/φ, the information I = Σ E'[p(1 − p)]/φ and its
-    derivative, E' the expectation over the posterior at ``trial`` (the nodes' weights tilted by the ratio). Only
-    the ``active`` agents' matches are visited (the others' sums are 0).
+    """Per agent, with every other agent at ``theta`` and itself at each of its trial points ``trial[a, j]``: Σ over
+    its matches of log E[L(trial) / L(theta)] (the expectation over its test case's posterior at ``theta``: the log
+    marginal likelihood's change, exactly), its derivative Σ E'[s − p]/φ, the information I = Σ E'[p(1 − p)]/φ and
+    its derivative, E' the expectation over the posterior at the trial point (the nodes' weights tilted by the
+    ratio); each n_agents × J. Only the matches of agents with an ``active[a, j]`` are visited (the others' sums
+    are 0): the trial points of a match share its node weights and its ratio's numerator.
 
     At node β, with e = e^(β − θ) = A u (A = e^(b − θ) once a match, u = e^(β − b) once a test case and node), the
     ratio is e^(−(1 − s)(trial − θ)/φ) · ((1 + e_θ) / (1 + e_trial))^(1/φ): no transcendental a node for binary
     scores, and the node's factor lies between 1 and e^(trial − θ), so the sum cannot overflow."""
-    n_agents = len(active)
-    log_ratio = np.zeros(n_agents)
-    gradient = np.zeros(n_agents)
-    info = np.zeros(n_agents)
-    slope = np.zeros(n_agents)
+    n_agents, J = trial.shape
+    log_ratio = np.zeros((n_agents, J))
+    gradient = np.zeros((n_agents, J))
+    info = np.zeros((n_agents, J))
+    slope = np.zeros((n_agents, J))
+    visit = np.zeros(n_agents, dtype=np.bool_)
+    for a in range(n_agents):
+        for j in range(J):
+            visit[a] |= active[a, j]
     K = at.shape[1]
     u = np.empty(K)
+    held = np.empty(K)
     r = np.empty(K)
     q = np.empty(K)
     binary = inv_phi == 1.0
@@ -394,32 +400,39 @@ def conditional_pass(start, agent, score, theta, trial, at, weight, inv_phi, act
             u[k] = math.exp(at[t, k] - b)
         for i in range(start[t], start[t + 1]):
             a = agent[i]
-            if not active[a]:
+            if not visit[a]:
                 continue
             s = score[i]
-            moved = _exp(b - trial[a])
-            held = _exp(b - theta[a])
-            total = 0.0
+            at_theta = _exp(b - theta[a])
             for k in range(K):
-                e1 = min(moved * u[k], 1e300)
-                factor = (1.0 + min(held * u[k], 1e300)) / (1.0 + e1)
-                if not binary:
-                    factor = factor**inv_phi
-                r[k] = weight[t, k] * factor
-                q[k] = 1.0 / (1.0 + e1)
-                total += r[k]
-            mean_p = 0.0
-            w = 0.0
-            for k in range(K):
-                r[k] /= total
-                mean_p += r[k] * q[k]
-                w += r[k] * q[k] * (1.0 - q[k])
-            bend = 0.0  # d/dθ E'[p(1 − p)]: each node's own, and the tilt's, Cov'(p(1 − p), (s − p)/φ)
-            for k in range(K):
-                wk = q[k] * (1.0 - q[k])
-                bend += r[k] * (wk * (1.0 - 2.0 * q[k]) + (wk - w) * (mean_p - q[k]) * inv_phi)
-            log_ratio[a] += math.log(total) - (1.0 - s) * (trial[a] - theta[a]) * inv_phi
-            gradient[a] += (s - mean_p) * inv_phi
-            info[a] += w * inv_phi
-            slope[a] += bend * inv_phi
+                held[k] = 1.0 + min(at_theta * u[k], 1e300)
+                if binary:
+                    held[k] *= weight[t, k]
+            for j in range(J):
+                if not active[a, j]:
+                    continue
+                moved = _exp(b - trial[a, j])
+                total = 0.0
+                for k in range(K):
+                    e1 = 1.0 + min(moved * u[k], 1e300)
+                    if binary:
+                        r[k] = held[k] / e1
+                    else:
+                        r[k] = weight[t, k] * (held[k] / e1) ** inv_phi
+                    q[k] = 1.0 / e1
+                    total += r[k]
+                mean_p = 0.0
+                w = 0.0
+                for k in range(K):
+                    r[k] /= total
+                    mean_p += r[k] * q[k]
+                    w += r[k] * q[k] * (1.0 - q[k])
+                bend = 0.0  # d/dθ E'[p(1 − p)]: each node's own, and the tilt's, Cov'(p(1 − p), (s − p)/φ)
+                for k in range(K):
+                    wk = q[k] * (1.0 - q[k])
+                    bend += r[k] * (wk * (1.0 - 2.0 * q[k]) + (wk - w) * (mean_p - q[k]) * inv_phi)
+                log_ratio[a, j] += math.log(total) - (1.0 - s) * (trial[a, j] - theta[a]) * inv_phi
+                gradient[a, j] += (s - mean_p) * inv_phi
+                info[a, j] += w * inv_phi
+                slope[a, j] += bend * inv_phi
     return log_ratio, gradient, info, slope

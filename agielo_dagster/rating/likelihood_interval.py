@@ -36,22 +36,27 @@ def likelihood_sides(fit: LogisticFit, data: ByTestCase, z: float) -> tuple[np.n
     played = np.bincount(data.agent, minlength=data.n_agents) > 0
 
     def objective(trial: np.ndarray, active: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """ℓ_a, its derivative and the information at ``trial`` of the ``active`` agents (a pass over their matches)."""
+        """ℓ_a, its derivative and the information at each trial point ``trial[a, j]`` with an ``active[a, j]``
+        (one pass over the matches for every column)."""
         log_ratio, gradient, info, slope = K.conditional_pass(
             data.start, data.agent, data.score, fit.theta, trial, at, weight, 1.0 / fit.phi, active
         )
         info = np.maximum(info, 1e-300)
         return log_ratio + 0.5 * np.log(info), gradient + 0.5 * slope / info, info
 
+    def column(trial: np.ndarray, active: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        value, gradient, info = objective(trial[:, None], active[:, None])
+        return value[:, 0], gradient[:, 0], info[:, 0]
+
     # the maximum: secant steps on the derivative from a Fisher step (the fit's Jeffreys' term is taken off the
     # common level: its θ is close to this maximum, not at it); an agent leaves the passes once placed
     active = played.copy()
     x0 = fit.theta.copy()
-    _, g0, info = objective(x0, active)
+    _, g0, info = column(x0, active)
     x1 = x0 + np.where(active, np.clip(g0 / info, -1.0, 1.0), 0.0)
     height = np.zeros(data.n_agents)
     for _ in range(MAX_STEPS):
-        value, g1, info_at = objective(x1, active)
+        value, g1, info_at = column(x1, active)
         height, info = np.where(active, value, height), np.where(active, info_at, info)
         active &= np.abs(x1 - x0) * np.sqrt(info) >= TOP
         if not active.any():
@@ -60,36 +65,38 @@ def likelihood_sides(fit: LogisticFit, data: ByTestCase, z: float) -> tuple[np.n
         curv = np.where(curv > 0.0, curv, info)  # not concave between the two: the information's step
         x0, g0 = x1, g1
         x1 = x1 + np.where(active, np.clip(g1 / np.where(active, curv, 1.0), -1.0, 1.0), 0.0)
-    top = x1
+    top = x1[:, None]
     fall = z * z / 2.0
-    sides = []
-    for sign in (-1.0, 1.0):
-        # Newton on the fall m(d) = height − ℓ(top ± d) − z²/2 within its bracket [near, far] (far: inf until
-        # known), the bracket's secant where Newton's step leaves it (m is convex outwards of a perfect score:
-        # Newton from below overshoots); from the information's quadratic guess
-        near, far = np.zeros(data.n_agents), np.full(data.n_agents, np.inf)
-        miss_near, miss_far = np.full(data.n_agents, -fall), np.full(data.n_agents, np.inf)
-        d = np.where(played, z / np.sqrt(info), 0.0)
-        active = played.copy()
-        for _ in range(MAX_STEPS):
-            value, gradient, _ = objective(top + sign * d, active)
-            miss = height - value - fall
-            below = miss < 0.0
-            near, miss_near = np.where(below, d, near), np.where(below, miss, miss_near)
-            far, miss_far = np.where(below, far, d), np.where(below, miss_far, miss)
-            rate = -sign * gradient  # m'(d): Jeffreys' term falls without end outwards, every side is finite
-            with np.errstate(invalid="ignore", divide="ignore"):
-                nxt = d - miss / np.where(rate > 0.0, rate, np.nan)
-                secant = near - miss_near * (far - near) / (miss_far - miss_near)
-            inside = (nxt > near) & (nxt < far)
-            nxt = np.where(inside, nxt, np.where(np.isfinite(far), secant, 2.0 * np.maximum(d, near)))
-            done = np.abs(nxt - d) * np.sqrt(info) < SIDE
-            d = np.where(active, nxt, d)
-            active &= ~done
-            if not active.any():
-                break
-        sides.append(d)
-    return sides[0], sides[1]
+    # both sides at once (a pass evaluates the two trial points of a match together), column 0 below the
+    # maximum and 1 above: Newton on the fall m(d) = height − ℓ(top ± d) − z²/2 within its bracket [near, far]
+    # (far: inf until known), the bracket's secant where Newton's step leaves it (m is convex outwards of a
+    # perfect score: Newton from below overshoots); from the information's quadratic guess
+    sign = np.array([-1.0, 1.0])
+    shape = (data.n_agents, 2)
+    near, far = np.zeros(shape), np.full(shape, np.inf)
+    miss_near, miss_far = np.full(shape, -fall), np.full(shape, np.inf)
+    scale = np.sqrt(info)[:, None]
+    d = np.where(played, z / np.sqrt(info), 0.0)[:, None] * np.ones(2)
+    height = height[:, None]
+    active = played[:, None] & np.ones(2, dtype=bool)
+    for _ in range(MAX_STEPS):
+        value, gradient, _ = objective(top + sign * d, active)
+        miss = height - value - fall
+        below = miss < 0.0
+        near, miss_near = np.where(below, d, near), np.where(below, miss, miss_near)
+        far, miss_far = np.where(below, far, d), np.where(below, miss_far, miss)
+        rate = -sign * gradient  # m'(d): Jeffreys' term falls without end outwards, every side is finite
+        with np.errstate(invalid="ignore", divide="ignore"):
+            nxt = d - miss / np.where(rate > 0.0, rate, np.nan)
+            secant = near - miss_near * (far - near) / (miss_far - miss_near)
+        inside = (nxt > near) & (nxt < far)
+        nxt = np.where(inside, nxt, np.where(np.isfinite(far), secant, 2.0 * np.maximum(d, near)))
+        done = np.abs(nxt - d) * scale < SIDE
+        d = np.where(active, nxt, d)
+        active &= ~done
+        if not active.any():
+            break
+    return d[:, 0], d[:, 1]
 
 
 def stretch(fit: LogisticFit, data: ByTestCase, sd: np.ndarray) -> np.ndarray:
