@@ -22,7 +22,7 @@ from .logistic import RASCH, ByTestCase, LogisticFit
 __all__ = ["likelihood_sides", "stretch"]
 
 TOP = 1e-3  # standard errors: how closely the maximum is found (its height then errs by some 1e-6 of the fall)
-SIDE = 1e-6  # standard errors: how closely the sides are
+SIDE = 1e-4  # standard errors: the last step on a side (Newton's: the side itself errs by some 1e-9)
 MAX_STEPS = 60
 
 
@@ -42,22 +42,23 @@ def likelihood_sides(fit: LogisticFit, data: ByTestCase, z: float) -> tuple[np.n
             data.start, data.agent, data.score, fit.theta, trial, at, weight, 1.0 / fit.phi, active
         )
         info = np.maximum(info, 1e-300)
-        return log_ratio + 0.5 * np.log(info), gradient + 0.5 * slope / info, info
+        return log_ratio + 0.5 * np.log(info), gradient + 0.5 * slope / info, info, slope
 
-    def column(trial: np.ndarray, active: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        value, gradient, info = objective(trial[:, None], active[:, None])
-        return value[:, 0], gradient[:, 0], info[:, 0]
+    def column(trial: np.ndarray, active: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        value, gradient, info, slope = objective(trial[:, None], active[:, None])
+        return value[:, 0], gradient[:, 0], info[:, 0], slope[:, 0]
 
     # the maximum: secant steps on the derivative from a Fisher step (the fit's Jeffreys' term is taken off the
     # common level: its θ is close to this maximum, not at it); an agent leaves the passes once placed
     active = played.copy()
     x0 = fit.theta.copy()
-    _, g0, info = column(x0, active)
+    _, g0, info, slope = column(x0, active)
     x1 = x0 + np.where(active, np.clip(g0 / info, -1.0, 1.0), 0.0)
     height = np.zeros(data.n_agents)
     for _ in range(MAX_STEPS):
-        value, g1, info_at = column(x1, active)
+        value, g1, info_at, slope_at = column(x1, active)
         height, info = np.where(active, value, height), np.where(active, info_at, info)
+        slope = np.where(active, slope_at, slope)
         active &= np.abs(x1 - x0) * np.sqrt(info) >= TOP
         if not active.any():
             break
@@ -66,21 +67,27 @@ def likelihood_sides(fit: LogisticFit, data: ByTestCase, z: float) -> tuple[np.n
         x0, g0 = x1, g1
         x1 = x1 + np.where(active, np.clip(g1 / np.where(active, curv, 1.0), -1.0, 1.0), 0.0)
     top = x1[:, None]
+    sign = np.array([-1.0, 1.0])
     fall = z * z / 2.0
     # both sides at once (a pass evaluates the two trial points of a match together), column 0 below the
     # maximum and 1 above: Newton on the fall m(d) = height − ℓ(top ± d) − z²/2 within its bracket [near, far]
     # (far: inf until known), the bracket's secant where Newton's step leaves it (m is convex outwards of a
-    # perfect score: Newton from below overshoots); from the information's quadratic guess
-    sign = np.array([-1.0, 1.0])
+    # perfect score: Newton from below overshoots)
     shape = (data.n_agents, 2)
     near, far = np.zeros(shape), np.full(shape, np.inf)
     miss_near, miss_far = np.full(shape, -fall), np.full(shape, np.inf)
     scale = np.sqrt(info)[:, None]
+    # the first trial: where the expansion at the maximum ½ I d² ± I′ d³ / 6 reaches the fall (one Newton step
+    # from the quadratic's z / √I, kept within a factor 2 of it: a pass fewer than from z / √I)
     d = np.where(played, z / np.sqrt(info), 0.0)[:, None] * np.ones(2)
+    cubic = sign * slope[:, None] / 6.0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        step = d - (0.5 * info[:, None] * d * d + cubic * d**3 - fall) / (info[:, None] * d + 3.0 * cubic * d * d)
+    d = np.where(np.isfinite(step), np.clip(step, 0.5 * d, 2.0 * d), d)
     height = height[:, None]
     active = played[:, None] & np.ones(2, dtype=bool)
     for _ in range(MAX_STEPS):
-        value, gradient, _ = objective(top + sign * d, active)
+        value, gradient, _, _ = objective(top + sign * d, active)
         miss = height - value - fall
         below = miss < 0.0
         near, miss_near = np.where(below, d, near), np.where(below, miss, miss_near)
