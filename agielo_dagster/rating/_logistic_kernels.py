@@ -51,6 +51,7 @@ def _normalize(log_weight, m):
 
 
 ODDS_LO, ODDS_HI = math.exp(-700.0), math.exp(700.0)  # odds kept finite and non-zero: p is 0 or 1 to the bit beyond
+NOT_PLACED = np.empty((2, 0, 0))  # posterior_pass's ``placed`` where the nodes are not wanted
 CHUNK = 512  # rows whose factors max(p, 1 − p) ∈ [½, 1] are multiplied before one log: 2⁻⁵¹² stays a normal number
 
 
@@ -120,6 +121,7 @@ def posterior_pass(
     agent_var,
     match_score,
     factor,
+    placed,
 ):
     """Each test case's posterior given the agents' ``theta``, by adaptive Gauss-Hermite quadrature.
 
@@ -139,6 +141,8 @@ def posterior_pass(
     Σ (s − E p)² / Σ E p (1 − E p) (1 − h), each residual's expected square φ E p (1 − E p) (1 − h) less the share
     h = E[w]/φ · (Var β + ``agent_var``) that the two ratings have already absorbed. A ratio of sums, not a mean of
     per-match ratios: where E p is near 0 or 1 those are rare and huge, and a posterior's E p keeps them small.
+    Where ``placed`` has a row a test case (2 × n_t × K; none to skip), each test case's nodes β and their
+    normalized weights go there (:mod:`.likelihood_interval` integrates over them).
     """
     n_t = len(start) - 1
     widest = 0
@@ -201,6 +205,9 @@ def posterior_pass(
             weight[k] = log_weights[k] + nodes[k] * nodes[k] - 0.5 * (beta - c) * (beta - c) / t2
         _node_log_liks(lo, hi, agent, score, theta, odds, at, shift, inv, at_node, weight, linear, product)
         _normalize(weight, K)
+        if placed.shape[1]:
+            placed[0, t] = at
+            placed[1, t] = weight
         for k in range(K):  # from here on β is measured from its prior mean
             at[k] -= c
         m1 = 0.0
@@ -330,41 +337,6 @@ def gram(start, agent, factor, n_agents, block):
                         else:
                             row[agent[j]] += f0 * factor[j, 0]
     return out
-
-
-@numba.njit(cache=True, nogil=True, error_model="numpy")
-def posterior_nodes(start, agent, score, theta, mode, tau2, inv_phi, nodes, log_weights):
-    """Each test case's posterior of β given ``theta`` (prior N(0, tau2)) as quadrature nodes and their normalized
-    weights (n_t × K each), placed at its mode (Newton's from ``mode``) with the spread of its curvature."""
-    n_t = len(start) - 1
-    K = len(nodes)
-    at = np.empty((n_t, K))
-    weight = np.empty((n_t, K))
-    for t in range(n_t):
-        b = mode[t]
-        curv = 1.0 / tau2
-        for _ in range(100):
-            grad = -b / tau2
-            curv = 1.0 / tau2
-            for i in range(start[t], start[t + 1]):
-                _, p = _log_lik(theta[agent[i]] - b, score[i])
-                grad -= (score[i] - p) * inv_phi
-                curv += p * (1.0 - p) * inv_phi
-            step = max(-2.0, min(2.0, grad / curv))
-            b += step
-            if abs(step) < 1e-10:
-                break
-        scale = math.sqrt(2.0 / curv)
-        for k in range(K):
-            beta = b + scale * nodes[k]
-            at[t, k] = beta
-            v = log_weights[k] + nodes[k] * nodes[k] - 0.5 * beta * beta / tau2
-            for i in range(start[t], start[t + 1]):
-                ll, _ = _log_lik(theta[agent[i]] - beta, score[i])
-                v += ll * inv_phi
-            weight[t, k] = v
-        _normalize(weight[t], K)
-    return at, weight
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")

@@ -30,9 +30,15 @@ def likelihood_sides(fit: LogisticFit, data: ByTestCase, z: float) -> tuple[np.n
     """Per agent (logits) the distances below and above the maximum of its objective (the module's ℓ_a) at which it
     has fallen by z²/2; 0 for an agent without a match. Every agent at once: each evaluation is one pass over the
     matches, and safeguarded Newton's steps on the objective's own derivative take a dozen or two in all."""
-    at, weight = K.posterior_nodes(
-        data.start, data.agent, data.score, fit.theta, fit.mode[:, 0].copy(), fit.tau2, 1.0 / fit.phi, *RASCH.fine
-    )
+    # each test case's posterior at the fit, as the fit's pass places its nodes
+    n, rule = len(data.agent), RASCH.fine
+    placed = np.empty((2, data.n_test_cases, len(rule[0])))
+    K.posterior_pass(
+        data.start, data.agent, data.score, fit.theta, fit.mode[:, 0].copy(), np.zeros(data.n_test_cases, dtype=np.int64),
+        np.zeros(1), np.array([fit.tau2]), np.array([1.0 / fit.phi]), np.ones(1), *rule, data.n_agents,
+        np.zeros(data.n_agents), np.empty(n), np.empty((n, 1)), placed,
+    )  # fmt: skip
+    at, weight = placed
     played = np.bincount(data.agent, minlength=data.n_agents) > 0
 
     def objective(trial: np.ndarray, active: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

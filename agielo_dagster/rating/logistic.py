@@ -151,6 +151,7 @@ def _rasch_posterior(data, theta, variances, phi, mode, rule, agent_var, match_s
         agent_var,
         match_score,
         factor,
+        K.NOT_PLACED,
     )
     return Posterior(
         g,

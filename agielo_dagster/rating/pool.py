@@ -185,7 +185,7 @@ def rate_pool(
         inv_phi = 1.0 / phi
         score, info, slope, bend, cross, mean, var, second, second_var, pearson, root = K.posterior_pass(
             pool.start, pool.agent, pool.score, theta, mode, pool.group, centre, tau2, inv_phi, share,
-            *rule, n_a, agent_var, match_score, factor,
+            *rule, n_a, agent_var, match_score, factor, K.NOT_PLACED,
         )  # fmt: skip
         played = info > 0.0
         info = np.where(played, info, 1.0)
