@@ -99,9 +99,9 @@ def posterior_pass(
     (β, α) and L L ᵀ = C_t = Σ E[w ∇η ∇ηᵀ]/φ + the prior's, so that the agents' negative Hessian is diag(Σ E[w α²]/φ)
     − F Fᵀ, positive semi-definite. Returns per agent the sums of E[α(s − p)]/φ, E[w α²]/φ, E[w(1 − 2p) α³]/φ,
     E[w(1 − 6w) α⁴]/φ (the information and its first two derivatives in θ_a) and Cov(α(s − p), ψ_j²)/φ (2 × n_a, ψ =
-    (β, α − 1)); per test case E[ψ_j²] (n_t × 2) and Σ_t Cov(ψ_j², ψ_l²); per test case the posterior means and variances (n_t × 2); and
-    the Pearson dispersion Σ (s − E p)² / Σ E p (1 − E p) (1 − h), h = E[w]/φ · (Var η + E[α²] ``agent_var``) the
-    leverage (as the rasch's pass).
+    (β, α − 1)); per test case E[ψ_j²] (n_t × 2); Σ_t Cov(ψ_j², ψ_l²); per test case the posterior means and variances
+    (n_t × 2); and the Pearson dispersion Σ (s − E p)² / Σ E p (1 − E p) (1 − h), h = E[w]/φ · (Var η + E[α²]
+    ``agent_var``) the leverage (as the rasch's pass).
     """
     n_t = len(start) - 1
     m = 0

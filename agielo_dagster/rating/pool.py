@@ -342,8 +342,9 @@ def _relative_variance(
 
     Binary benchmarks weighed as the likelihood: H⁻¹; otherwise the sandwich H⁻¹ (Σ_t u_t u_tᵀ) H⁻¹ with the test
     cases as clusters (graded scores' variance is not the model's; a weighed likelihood's curvature is not its
-    variance), unweighed the larger of the two. ``spread``: (x_v, the log τ² block's diagonal, each test case's part of its log τ²'s score) of the last
-    pass. Above ``DENSE`` parameters each agent's own curvature stands for its row of H (the spreads' part left out)."""
+    variance), unweighed the larger of the two. ``spread``: (x_v, the log τ² block's diagonal, each test case's part
+    of its log τ²'s score) of the last pass. Above ``DENSE`` parameters each agent's own curvature stands for its row
+    of H (the spreads' part left out)."""
     n_a, n_g, n_t = pool.n_agents, len(pool.names), len(pool.group)
     border, d_c = _border(pool, f, root, share, test_case, match_group)
     cols = np.flatnonzero(free)
