@@ -3,8 +3,8 @@
 Every rating run carries the tag ``agielo/benchmark``, and names the process it runs in (``agielo/host``,
 ``agielo/pid``): ``agielo run`` when it creates the run, a run launched by the daemon when its storage resource
 starts (:meth:`ObjectStorage.setup_for_execution`). A run left ``STARTED`` by a killed process (``kill -9`` of
-``agielo run``, of a run's process) is marked failed by whoever next looks (the sensor, ``agielo run``), when its
-process is gone from this host. Dagster's own run monitoring cannot see it: the default run launcher does not
+``agielo run``, of a run's process), or ``NOT_STARTED`` (``agielo run`` killed between creating its run and starting
+it), is marked failed by whoever next looks (the sensor, ``agielo run``), when its process is gone from this host. Dagster's own run monitoring cannot see it: the default run launcher does not
 check its run workers' health, and a run executed in ``agielo run``'s process has no launcher at all. Runs on
 other hosts are left to that monitoring. Only a run whose steps run in its own process (the in-process executor)
 names it: a Celery worker outlives the step, so its pid says nothing about whether the run is alive.
@@ -58,10 +58,11 @@ def _gone(tags: dict[str, str]) -> bool:
 
 
 def fail_orphaned_runs(instance: dg.DagsterInstance, benchmark: str | None = None) -> list[str]:
-    """Mark failed the in-progress runs whose process on this host is gone; returns their ids."""
+    """Mark failed the runs in progress, or created and never started, whose process on this host is gone; returns
+    their ids. A run not yet started names a process only where ``agielo run`` created it to run in its own."""
     tags = {BENCHMARK_TAG: benchmark} if benchmark else {}
     failed = []
-    for record in instance.get_run_records(dg.RunsFilter(statuses=IN_PROGRESS, tags=tags)):
+    for record in instance.get_run_records(dg.RunsFilter(statuses=[dg.DagsterRunStatus.NOT_STARTED, *IN_PROGRESS], tags=tags)):
         run = record.dagster_run
         if _gone(run.tags):
             instance.report_run_failed(run, f"its process ({run.tags[PID_TAG]} on {run.tags[HOST_TAG]}) is gone: killed?")

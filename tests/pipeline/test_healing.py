@@ -5,6 +5,7 @@ on the final raw files. Only the fingerprint cache differs by design (it holds i
 Kills are exact, never timed: the killed run SIGKILLs itself at a named write (``KILL_AT``).
 """
 
+import json
 import os
 import shutil
 import signal
@@ -286,3 +287,18 @@ def test_two_runs_at_once_on_a_new_instance(small):
     rated = sum(int(out.split("rated ")[1].split(" ")[0]) for out, _ in outputs)
     assert rated == 2
     assert warehouse(root) == clean_warehouse(root, tmp)
+
+
+def test_a_run_its_killed_process_created_but_never_started_does_not_block_the_next(tmp_path):
+    """``agielo run`` creates a run, then starts it: killed between the two, it leaves the run ``NOT_STARTED`` under a
+    process that is gone, and the next ``agielo run`` waited an hour for it (a crossed-features run of 2026-11-29)."""
+    from agielo_dagster.runs import BENCHMARK_TAG, benchmark_runs_in_progress, fail_orphaned_runs
+
+    code = "import json; from agielo_dagster.runs import process_tags; print(json.dumps(process_tags()))"
+    gone = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
+    with dg.DagsterInstance.from_config(str(new_home(tmp_path / "home"))) as instance:
+        run = dg.DagsterRun(job_name="rate_benchmarks", status=dg.DagsterRunStatus.NOT_STARTED, tags={BENCHMARK_TAG: "b", **gone})
+        instance.add_run(run)
+        assert fail_orphaned_runs(instance, "b") == [run.run_id]
+        assert instance.get_run_by_id(run.run_id).status == dg.DagsterRunStatus.FAILURE
+        assert not benchmark_runs_in_progress(instance, "b")
