@@ -6,7 +6,7 @@ import json
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from agielo_dagster.domain.contract import IngestError, parse_benchmark_spec
@@ -52,6 +52,8 @@ WRITERS = {"csv": as_csv, "jsonl": as_jsonl, "parquet": as_parquet}
 @FAST
 @given(pairs=rows)
 def test_accepted_ids_and_metrics_round_trip_exactly(fmt, pairs):
+    # a CSV holds a byte-order mark only in its first bytes (rule csv_bom: files joined together), inside a field too
+    assume(fmt != "csv" or not any("\ufeff" in t for t, _ in pairs))
     table = read_upload(WRITERS[fmt](pairs), f"raw/prop/agent.{fmt}", SPEC)
     assert table.column("test_case_id").to_pylist() == [t for t, _ in pairs]
     assert table.column("metric").to_pylist() == [m for _, m in pairs]  # bit for bit
